@@ -1,0 +1,83 @@
+# perf for Lua: build, test, demo, sanitizers, install.
+#
+# Variables use LuaRocks' names so `luarocks make` and a plain `make` agree.
+# Flags the code needs live in PERF_CFLAGS, so `make CFLAGS=-O0` keeps them.
+
+LUA        ?= lua5.4
+LUA_INCDIR ?= /usr/include/lua5.4
+LIBFLAG    ?= -shared
+CC         ?= cc
+CFLAGS     ?= -O2 -g
+INST_LIBDIR ?= $(shell pkg-config --variable=INSTALL_CMOD lua5.4 2>/dev/null || echo /usr/local/lib/lua/5.4)
+INST_LUADIR ?= $(shell pkg-config --variable=INSTALL_LMOD lua5.4 2>/dev/null || echo /usr/local/share/lua/5.4)
+
+PERF_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden \
+              -Wall -Wextra -pedantic -Wmissing-prototypes -Wshadow \
+              -I$(LUA_INCDIR) -Icsrc
+PERF_LIBS   = -ldl
+
+SRCS := $(sort $(wildcard csrc/*.c))
+OBJS := $(SRCS:csrc/%.c=build/%.o)
+ASAN_OBJS := $(SRCS:csrc/%.c=build-asan/%.o)
+HDRS := $(wildcard csrc/*.h)
+
+# Debian packages a fresh machine needs for the build, the tests and the demo.
+DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf
+BUSTED = busted --lua=$(LUA) -o spec/output.lua
+
+.PHONY: all deps test demo asan install clean check-root
+
+all: perf/core.so
+
+build/%.o: csrc/%.c $(HDRS)
+	@mkdir -p build
+	$(CC) $(PERF_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+perf/core.so: $(OBJS)
+	@mkdir -p perf
+	$(CC) $(LIBFLAG) $(CFLAGS) -o $@ $(OBJS) $(PERF_LIBS)
+
+# Installs whatever Debian packages are missing (apt-get update first).
+deps:
+	@missing=""; for p in $(DEBIAN_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi
+
+test: deps
+	$(MAKE) all
+	$(BUSTED)
+
+demo: deps
+	$(MAKE) all
+	$(LUA) examples/stat.lua -e task-clock,page-faults,context-switches,syscalls:sys_enter_openat -- ls -l /
+
+# The whole suite against the module built with ASan+UBSan. The interpreter
+# is not instrumented, so the sanitizer runtimes are preloaded.
+ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+asan: deps
+	$(MAKE) build-asan/perf/core.so
+	ASAN_LIBS="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"; \
+	LD_PRELOAD="$$ASAN_LIBS" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	PERF_LUA_CPATH="build-asan/?.so" $(BUSTED)
+
+build-asan/%.o: csrc/%.c $(HDRS)
+	@mkdir -p build-asan
+	$(CC) $(PERF_CFLAGS) -O1 -g $(ASAN_FLAGS) -c -o $@ $<
+
+build-asan/perf/core.so: $(ASAN_OBJS)
+	@mkdir -p build-asan/perf
+	$(CC) $(LIBFLAG) -g $(ASAN_FLAGS) -o $@ $(ASAN_OBJS) $(PERF_LIBS)
+
+install: deps
+	luarocks --lua-version 5.4 make rockspec/perf-event-scm-1.rockspec
+
+clean:
+	rm -rf build build-asan perf

@@ -1,0 +1,107 @@
+/*
+** perf_core.h: what the files of perf.core share.
+**
+** Handles are full userdata created closed (fd = -1) and only then given
+** their metatable and their resource, as liolib does. Lua values a handle
+** depends on live in its user values, never as bare pointers:
+**   perf.event  uv1 = name (string), uv2 = leader it joined (keeps it alive),
+**               uv3 = free for the modules that extend events.
+*/
+#ifndef PERF_CORE_H
+#define PERF_CORE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lua.h"
+#include "lauxlib.h"
+
+#include "perf_uapi.h"
+
+#if LUA_VERSION_NUM < 504
+#error "perf.core needs Lua 5.4 or newer"
+#endif
+#if LUA_MAXINTEGER < 9223372036854775807LL
+#error "perf.core needs 64-bit Lua integers"
+#endif
+
+/* Only luaopen_perf_core is exported. */
+#define PL_API __attribute__((visibility("default")))
+#pragma GCC visibility push(hidden)
+
+#define PL_EVENT_MT "perf.event"
+
+typedef struct pl_event {
+  int fd;                 /* -1 once closed */
+  int enabled;            /* state last set through this handle */
+  pid_t pid;              /* target as opened */
+  int cpu;
+  pid_t owner;            /* process that opened it */
+  uint64_t id;            /* PERF_EVENT_IOC_ID, 0 if unknown */
+  struct pl_attr attr;    /* as opened */
+} pl_event;
+
+/* ---- names: bit-sets and enums accepted by name (attr.c) ---- */
+typedef struct pl_name {
+  const char *name;
+  uint64_t value;
+} pl_name;
+
+extern const pl_name pl_sample_type_names[];
+extern const pl_name pl_read_format_names[];
+extern const pl_name pl_branch_names[];
+extern const pl_name pl_type_names[];
+extern const pl_name pl_clockid_names[];
+extern const pl_name pl_bp_type_names[];
+
+/* A bit-set from a list of names, one name, or an integer; raises on misuse. */
+uint64_t pl_checkbits(lua_State *L, int idx, const pl_name *names,
+                      const char *what);
+/* An enum from a name or an integer; raises on misuse. */
+uint64_t pl_checkenum(lua_State *L, int idx, const pl_name *names,
+                      const char *what);
+/* Pushes a string naming the entries of `names` closest to `s`, or nothing
+** useful ("") when none is close: used for "did you mean" messages. */
+const char *pl_nearest(const char *s, const char *const *cands, size_t n);
+
+/* ---- attr conversion (attr.c) ---- */
+/* Fills *a from the table at idx (all of it zeroed first). Raises on misuse. */
+void pl_attr_from_table(lua_State *L, int idx, struct pl_attr *a);
+/* Applies the fields of the table at idx on top of *a (modify_attributes). */
+void pl_attr_update(lua_State *L, int idx, struct pl_attr *a);
+/* Pushes *a as a table of the fields that are set. */
+void pl_attr_push(lua_State *L, const struct pl_attr *a);
+
+/* ---- errors (errors.c) ---- */
+const char *pl_errno_name(int err);
+/* Pushes nil, "<what>: <strerror> (<ENAME>)[; <hint>]", err; returns 3.
+** Call with the errno saved before any Lua API call. */
+int pl_fail(lua_State *L, int err, const char *what, const char *hint);
+/* A hint for a failed perf_event_open, written into buf. */
+const char *pl_open_hint(int err, const struct pl_attr *a, pid_t pid, int cpu,
+                         int group_fd, char *buf, size_t len);
+
+/* ---- events (event.c) ---- */
+pl_event *pl_check_event(lua_State *L, int idx);   /* open event or raise */
+pl_event *pl_to_event(lua_State *L, int idx);      /* perf.event or NULL */
+/* Opens *attr and pushes a new perf.event, or pushes nil, msg, errno.
+** `leader` is the stack index of a perf.event to join (0 for none); `name`
+** names the event in messages. Returns the number of values pushed. */
+int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
+                 int leader, unsigned long flags, const char *name);
+/* Adds methods to the perf.event metatable (for the files that extend it). */
+void pl_event_methods(lua_State *L, const luaL_Reg *methods);
+/* Reads the event's counter: value, enabled, running and lost as
+** read_format gives them (absent ones are 0). For a group-read event the
+** entry whose id matches this event is used. Returns 0 or an errno. */
+int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
+                  uint64_t *running, uint64_t *lost);
+
+/* ---- the module's parts, each adding to the table on top ---- */
+void pl_open_event(lua_State *L);
+void pl_open_util(lua_State *L);
+void pl_open_consts(lua_State *L);
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,43 @@
+rockspec_format = "3.0"
+package = "perf-event"
+version = "scm-1"
+source = {
+  url = "git+file://.",
+}
+description = {
+  summary = "Linux perf_event_open(2) for Lua 5.4: count, sample and trace from a script",
+  detailed = [[
+A Lua 5.4 binding to perf_event_open(2): software, hardware, cache,
+tracepoint, breakpoint and PMU events with every attr field and ioctl,
+groups, the mmap ring buffer with a decoder for every record type, perf's
+event syntax, tracepoint formats, watchpoints and uprobes.
+]],
+  license = "MIT",
+  labels = { "linux", "perf", "profiling", "tracing" },
+}
+supported_platforms = { "linux" }
+dependencies = {
+  "lua >= 5.4",
+}
+build = {
+  type = "builtin",
+  modules = {
+    ["perf.core"] = {
+      sources = {
+        "csrc/attr.c",
+        "csrc/consts.c",
+        "csrc/core.c",
+        "csrc/errors.c",
+        "csrc/event.c",
+        "csrc/util.c",
+      },
+      defines = { "_GNU_SOURCE" },
+      incdirs = { "csrc" },
+      libraries = { "dl" },
+    },
+    ["perf"] = "lua/perf/init.lua",
+  },
+}
+test = {
+  type = "busted",
+}
