@@ -55,7 +55,7 @@ test: deps
 
 demo: deps
 	$(MAKE) all
-	$(LUA) examples/stat.lua -e task-clock,page-faults,context-switches,syscalls:sys_enter_openat -- ls -l /
+	$(LUA) examples/count.lua
 
 # The whole suite against the module built with ASan+UBSan. The interpreter
 # is not instrumented, so the sanitizer runtimes are preloaded.

@@ -98,6 +98,7 @@ int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
                   uint64_t *running, uint64_t *lost);
 
 /* ---- the module's parts, each adding to the table on top ---- */
+void pl_open_attr(lua_State *L);
 void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
 void pl_open_consts(lua_State *L);

@@ -1,0 +1,531 @@
+/*
+** event.c: the perf.event handle: open, read, every ioctl, close.
+**
+** A handle is made closed (fd = -1), given its metatable, and only then
+** opened, so an error at any point leaves a consistent object that __gc can
+** finalize. close, __gc and __close share one idempotent destroy.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "perf_core.h"
+
+static const pl_name ioc_flag_names[] = {{"group", PERF_IOC_FLAG_GROUP}, {NULL, 0}};
+
+static const pl_name open_flag_names[] = {
+  {"fd_no_group", PERF_FLAG_FD_NO_GROUP}, {"fd_output", PERF_FLAG_FD_OUTPUT},
+  {"pid_cgroup", PERF_FLAG_PID_CGROUP}, {"fd_cloexec", PERF_FLAG_FD_CLOEXEC},
+  {NULL, 0}
+};
+
+pl_event *pl_to_event(lua_State *L, int idx) {
+  return (pl_event *)luaL_testudata(L, idx, PL_EVENT_MT);
+}
+
+pl_event *pl_check_event(lua_State *L, int idx) {
+  pl_event *ev = (pl_event *)luaL_checkudata(L, idx, PL_EVENT_MT);
+  if (ev->fd < 0) luaL_error(L, "attempt to use a closed perf event");
+  return ev;
+}
+
+static const char *event_name(lua_State *L, int idx) {
+  const char *s;
+  lua_getiuservalue(L, idx, 1);
+  s = lua_tostring(L, -1);
+  lua_pop(L, 1);          /* the name stays referenced by the user value */
+  return s ? s : "?";
+}
+
+/* "ev:<method> "<name>"", the `what` of a failed call's message */
+static const char *what(lua_State *L, int idx, const char *method) {
+  return lua_pushfstring(L, "%s \"%s\"", method, event_name(L, idx));
+}
+
+/* Pushes nil, msg, err for a failed call on the event at index 1. */
+static int fail(lua_State *L, int err, const char *method, const char *hint) {
+  const char *w = what(L, 1, method);
+  return pl_fail(L, err, w, hint);
+}
+
+/* ---- opening ---- */
+
+static long sys_perf_event_open(void *attr, pid_t pid, int cpu, int group_fd,
+                                unsigned long flags) {
+  return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
+}
+
+int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
+                 int leader, unsigned long flags, const char *name) {
+  /* An attr larger than ours is passed zero-padded: the kernel accepts
+  ** unknown trailing bytes only when they are zero (and refuses sizes past a
+  ** page with E2BIG before reading them). */
+  unsigned char big[4096 + 64];
+  struct pl_attr a = *attr;
+  void *arg = &a;
+  int group_fd = -1, fd, err;
+  pl_event *ev, *lead = NULL;
+  if (leader) {
+    lead = pl_check_event(L, leader);
+    group_fd = lead->fd;
+  }
+  ev = (pl_event *)lua_newuserdatauv(L, sizeof *ev, 3);
+  memset(ev, 0, sizeof *ev);
+  ev->fd = -1;
+  luaL_setmetatable(L, PL_EVENT_MT);
+  lua_pushstring(L, name);
+  lua_setiuservalue(L, -2, 1);
+  if (a.size == 0) a.size = sizeof a;
+  if (a.size > sizeof a && a.size <= sizeof big) {
+    memset(big, 0, sizeof big);
+    memcpy(big, &a, sizeof a);
+    arg = big;
+  }
+  fd = (int)sys_perf_event_open(arg, pid, cpu, group_fd,
+                                flags | PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) {
+    char hint[512];
+    err = errno;
+    if (arg == big) memcpy(&a, big, sizeof a);   /* E2BIG writes back size */
+    pl_open_hint(err, &a, pid, cpu, group_fd, hint, sizeof hint);
+    lua_pop(L, 1);
+    return pl_fail(L, err, lua_pushfstring(L, "perf.open \"%s\"", name), hint);
+  }
+  ev->fd = fd;
+  ev->attr = *attr;
+  ev->attr.size = a.size;
+  ev->pid = pid;
+  ev->cpu = cpu;
+  ev->owner = getpid();
+  ev->enabled = !PL_HAS(&ev->attr, PL_FLAG_DISABLED) &&
+                !PL_HAS(&ev->attr, PL_FLAG_ENABLE_ON_EXEC);
+  if (ioctl(fd, PERF_EVENT_IOC_ID, &ev->id) != 0) ev->id = 0;
+  if (leader) {
+    lua_pushvalue(L, leader);
+    lua_setiuservalue(L, -2, 2);
+  }
+  return 1;
+}
+
+/* A name for an attr opened without one: "software:1", "tracepoint:372". */
+static const char *default_name(lua_State *L, const struct pl_attr *a) {
+  const pl_name *t;
+  for (t = pl_type_names; t->name; t++)
+    if (t->value == a->type)
+      return lua_pushfstring(L, "%s:%I", t->name, (lua_Integer)a->config);
+  return lua_pushfstring(L, "type %d:%I", (int)a->type, (lua_Integer)a->config);
+}
+
+static const char *const target_keys[] = {"pid", "cpu", "group", "cgroup", "flags"};
+
+/* perf.core.open(attr [, target [, name]]) -> ev | nil, msg, errno */
+static int l_open(lua_State *L) {
+  struct pl_attr a;
+  lua_Integer pid = 0, cpu = -1;
+  unsigned long flags = 0;
+  int leader = 0, cgfd = -1, n;
+  const char *name;
+  pl_attr_from_table(L, 1, &a);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+      size_t i;
+      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+      for (i = 0; i < sizeof target_keys / sizeof *target_keys; i++)
+        if (!strcmp(k, target_keys[i])) break;
+      if (i == sizeof target_keys / sizeof *target_keys) {
+        const char *near = pl_nearest(k, target_keys, i);
+        return luaL_error(L, "unknown target field '%s'%s%s%s", k,
+                          *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
+      }
+      lua_pop(L, 1);
+    }
+    if (lua_getfield(L, 2, "pid") != LUA_TNIL) pid = luaL_checkinteger(L, -1);
+    if (lua_getfield(L, 2, "cpu") != LUA_TNIL) cpu = luaL_checkinteger(L, -1);
+    if (lua_getfield(L, 2, "flags") != LUA_TNIL)
+      flags = (unsigned long)pl_checkbits(L, -1, open_flag_names, "target field 'flags'");
+    if (lua_getfield(L, 2, "group") != LUA_TNIL) {
+      if (!pl_to_event(L, -1))
+        return luaL_error(L, "target field 'group': perf.event expected, got %s",
+                          luaL_typename(L, -1));
+      leader = lua_gettop(L);
+    }
+    if (lua_getfield(L, 2, "cgroup") != LUA_TNIL) {
+      const char *path = luaL_checkstring(L, -1);
+      cgfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (cgfd < 0) {
+        int err = errno;
+        return pl_fail(L, err, lua_pushfstring(L, "perf.open: cgroup \"%s\"", path),
+                       "give the cgroup's directory, e.g. /sys/fs/cgroup/<name>");
+      }
+      pid = cgfd;
+      flags |= PERF_FLAG_PID_CGROUP;
+    }
+    if (pid < -1 || pid > 0x7fffffff)
+      return luaL_error(L, "target field 'pid': out of range");
+    if (cpu < -1 || cpu > 0x7fffffff)
+      return luaL_error(L, "target field 'cpu': out of range");
+  }
+  name = luaL_optstring(L, 3, NULL);
+  if (!name) name = default_name(L, &a);
+  n = pl_event_new(L, &a, (pid_t)pid, (int)cpu, leader, flags, name);
+  if (cgfd >= 0) close(cgfd);
+  return n;
+}
+
+/* ---- reading ---- */
+
+/* Decodes one read(2) of the event per its read_format (uapi: struct
+** read_format). A group read is searched for this event's own id. */
+int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
+                  uint64_t *running, uint64_t *lost) {
+  uint64_t buf[512];
+  uint64_t rf = ev->attr.read_format, nr, i;
+  size_t k = 0, per, words;
+  ssize_t n = read(ev->fd, buf, sizeof buf);
+  if (n < 0) return errno;
+  if (n == 0) return -1;              /* error state: see PL_EOF_HINT */
+  words = (size_t)n / 8;
+  *enabled = *running = *lost = 0;
+  if (!(rf & PERF_FORMAT_GROUP)) {
+    *value = buf[k++];
+    if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) *enabled = buf[k++];
+    if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) *running = buf[k++];
+    if (rf & PERF_FORMAT_ID) k++;
+    if ((rf & PERF_FORMAT_LOST) && k < words) *lost = buf[k];
+    return 0;
+  }
+  nr = buf[k++];
+  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) *enabled = buf[k++];
+  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) *running = buf[k++];
+  per = 1 + !!(rf & PERF_FORMAT_ID) + !!(rf & PERF_FORMAT_LOST);
+  if (k + nr * per > words) return EIO;
+  for (i = 0; i < nr; i++, k += per) {
+    /* without ids, the leader (a read of a member alone gives nr = 1) */
+    if ((rf & PERF_FORMAT_ID) ? buf[k + 1] == ev->id : i == 0) {
+      *value = buf[k];
+      if (rf & PERF_FORMAT_LOST) *lost = buf[k + per - 1];
+      return 0;
+    }
+  }
+  return ENOENT;
+}
+
+#define PL_EOF_HINT "the event is in error state (a pinned event that lost " \
+                    "its place on the PMU); reopen it"
+
+static int read_failed(lua_State *L, int err) {
+  if (err < 0) return fail(L, EIO, "ev:read", PL_EOF_HINT);
+  return fail(L, err, "ev:read", err == ENOSPC ? "the group has too many members to read at once" : NULL);
+}
+
+/* ev:read() -> value, time_enabled, time_running [, lost] */
+static int l_read(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  uint64_t v, en, run, lost;
+  uint64_t rf = ev->attr.read_format;
+  int err = pl_event_read(ev, &v, &en, &run, &lost);
+  if (err) return read_failed(L, err);
+  lua_pushinteger(L, (lua_Integer)v);
+  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) lua_pushinteger(L, (lua_Integer)en);
+  else lua_pushnil(L);
+  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) lua_pushinteger(L, (lua_Integer)run);
+  else lua_pushnil(L);
+  if (!(rf & PERF_FORMAT_LOST)) return 3;
+  lua_pushinteger(L, (lua_Integer)lost);
+  return 4;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/* ev:scaled() -> estimate, fraction_running: the count a multiplexed event
+** would have reached had it run all the time it was enabled. */
+static int l_scaled(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  uint64_t v, en, run, lost;
+  uint64_t need = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  int err = pl_event_read(ev, &v, &en, &run, &lost);
+  if (err) return read_failed(L, err);
+  if ((ev->attr.read_format & need) != need) {
+    lua_pushinteger(L, (lua_Integer)v);     /* no times: take it as exact */
+    lua_pushnumber(L, 1.0);
+    return 2;
+  }
+  if (run == 0) {
+    lua_pushinteger(L, 0);
+    lua_pushnumber(L, 0.0);
+    return 2;
+  }
+  lua_pushinteger(L, (lua_Integer)(uint64_t)((u128)v * en / run));
+  lua_pushnumber(L, (lua_Number)run / (lua_Number)en);
+  return 2;
+}
+
+/* ---- ioctls ---- */
+
+static unsigned long ioc_flags(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return 0;
+  if (lua_isboolean(L, idx)) return lua_toboolean(L, idx) ? PERF_IOC_FLAG_GROUP : 0;
+  return (unsigned long)pl_checkbits(L, idx, ioc_flag_names, "ioctl flags");
+}
+
+static int simple_ioctl(lua_State *L, unsigned long req, const char *method,
+                        int state) {
+  pl_event *ev = pl_check_event(L, 1);
+  unsigned long fl = ioc_flags(L, 2);
+  if (ioctl(ev->fd, req, fl) != 0) return fail(L, errno, method, NULL);
+  if (state >= 0) ev->enabled = state;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_enable(lua_State *L) {
+  return simple_ioctl(L, PERF_EVENT_IOC_ENABLE, "ev:enable", 1);
+}
+static int l_disable(lua_State *L) {
+  return simple_ioctl(L, PERF_EVENT_IOC_DISABLE, "ev:disable", 0);
+}
+static int l_reset(lua_State *L) {
+  return simple_ioctl(L, PERF_EVENT_IOC_RESET, "ev:reset", -1);
+}
+
+/* ev:refresh(n): enable for n more overflows (sampling events only) */
+static int l_refresh(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0 && n <= 0x7fffffff, 2, "out of range");
+  if (ioctl(ev->fd, PERF_EVENT_IOC_REFRESH, (unsigned long)n) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:refresh", err == EINVAL ?
+                "refresh needs a sampling event (sample_period set) that is not inherited" : NULL);
+  }
+  ev->enabled = 1;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ev:period(n): a new sample period (or frequency, for freq events) */
+static int l_period(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  uint64_t p = (uint64_t)luaL_checkinteger(L, 2);
+  if (ioctl(ev->fd, PERF_EVENT_IOC_PERIOD, &p) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:period", err == EINVAL ?
+                "the period must be non-zero (and at most the max sample rate for freq events) on a sampling event" : NULL);
+  }
+  ev->attr.sample_period = p;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ev:set_output(other | nil): send this event's records to other's ring */
+static int l_set_output(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  long target = -1;     /* the kernel compares the whole argument with -1 */
+  if (!lua_isnoneornil(L, 2)) target = pl_check_event(L, 2)->fd;
+  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, target) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:set_output", err == EINVAL && target == ev->fd ?
+                "an event cannot send its records to itself" : err == EINVAL ?
+                "the target must be mapped (ev:mmap) and on the same cpu, or the same task for cpu -1" :
+                err == EBUSY ? "this event already has its own ring mapped" : NULL);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ev:set_filter(text): a tracepoint filter (or address filter for AUX) */
+static int l_set_filter(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  const char *text = luaL_checkstring(L, 2);
+  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_FILTER, text) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:set_filter", err == EINVAL ?
+                (ev->attr.type == PERF_TYPE_TRACEPOINT ?
+                 "the kernel rejected the filter text: compare field names and "
+                 "operators with the tracepoint's format file" :
+                 "filters apply to tracepoints (and address filters to AUX PMUs)") :
+                err == EEXIST ? "this event already has a filter: the kernel sets "
+                "one per event, so open a new event for another filter" : NULL);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_id(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  uint64_t id;
+  if (ioctl(ev->fd, PERF_EVENT_IOC_ID, &id) != 0) return fail(L, errno, "ev:id", NULL);
+  ev->id = id;
+  lua_pushinteger(L, (lua_Integer)id);
+  return 1;
+}
+
+/* ev:set_bpf(prog_fd): attach a BPF program to a tracepoint/kprobe event */
+static int l_set_bpf(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  lua_Integer prog = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, prog >= 0 && prog <= 0x7fffffff, 2, "not a file descriptor");
+  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_BPF, (unsigned long)prog) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:set_bpf", err == EBADF ?
+                "the argument must be the fd of a loaded BPF program" :
+                err == EINVAL ? "the fd must be a loaded BPF program whose type fits the event "
+                "(tracepoint, kprobe or perf_event programs)" : NULL);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ev:pause_output(bool): stop (true) or resume (false) writing to the ring */
+static int l_pause_output(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  unsigned long on;
+  luaL_checkany(L, 2);
+  on = (unsigned long)lua_toboolean(L, 2);
+  if (ioctl(ev->fd, PERF_EVENT_IOC_PAUSE_OUTPUT, on) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:pause_output", err == EINVAL ?
+                "the event needs a ring buffer (ev:mmap) first" : NULL);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ev:query_bpf([max]) -> list of the BPF program ids attached */
+static int l_query_bpf(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  lua_Integer max = luaL_optinteger(L, 2, 64), i;
+  struct { uint32_t ids_len, prog_cnt, ids[256]; } q;
+  luaL_argcheck(L, max >= 0 && max <= 256, 2, "out of range (0..256)");
+  memset(&q, 0, sizeof q);
+  q.ids_len = (uint32_t)max;
+  if (ioctl(ev->fd, PERF_EVENT_IOC_QUERY_BPF, &q) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:query_bpf", err == EINVAL ?
+                "only tracepoint, kprobe and uprobe events carry BPF programs" :
+                err == ENOSPC ? "more programs are attached than max" : NULL);
+  }
+  lua_createtable(L, (int)q.prog_cnt, 0);
+  for (i = 0; i < (lua_Integer)q.prog_cnt && i < max; i++) {
+    lua_pushinteger(L, q.ids[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* ev:modify_attributes(fields): change an open event (breakpoints: bp_addr,
+** bp_len, bp_type); the other fields stay as opened. */
+static int l_modify_attributes(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  struct pl_attr a = ev->attr;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  /* the kernel re-enables a modified breakpoint only if attr.disabled is
+  ** clear (perf_event_modify_breakpoint): keep the state the event is in */
+  a.flags &= ~(1ull << PL_FLAG_DISABLED);
+  a.flags |= (uint64_t)!ev->enabled << PL_FLAG_DISABLED;
+  pl_attr_update(L, 2, &a);
+  if (ioctl(ev->fd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &a) != 0) {
+    int err = errno;
+    return fail(L, err, "ev:modify_attributes", err == EINVAL ?
+                "only breakpoint events can be modified, and only bp_addr, bp_len and bp_type" :
+                err == EOPNOTSUPP ? "this event type cannot be modified" : NULL);
+  }
+  ev->attr = a;
+  ev->enabled = !PL_HAS(&a, PL_FLAG_DISABLED);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ---- introspection and lifecycle ---- */
+
+static int l_attr(lua_State *L) {
+  pl_attr_push(L, &pl_check_event(L, 1)->attr);
+  return 1;
+}
+
+static int l_name(lua_State *L) {
+  pl_check_event(L, 1);
+  lua_getiuservalue(L, 1, 1);
+  return 1;
+}
+
+static int l_fileno(lua_State *L) {
+  lua_pushinteger(L, pl_check_event(L, 1)->fd);
+  return 1;
+}
+
+static void destroy(pl_event *ev) {
+  if (ev->fd >= 0) {
+    int fd = ev->fd;
+    ev->fd = -1;
+    close(fd);            /* not retried on EINTR: the fd is gone either way */
+  }
+}
+
+static int l_close(lua_State *L) {
+  destroy((pl_event *)luaL_checkudata(L, 1, PL_EVENT_MT));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_gc(lua_State *L) {
+  destroy((pl_event *)luaL_checkudata(L, 1, PL_EVENT_MT));
+  return 0;
+}
+
+static int l_tostring(lua_State *L) {
+  pl_event *ev = (pl_event *)luaL_checkudata(L, 1, PL_EVENT_MT);
+  const char *name = event_name(L, 1);
+  uint64_t v, en, run, lost;
+  if (ev->fd < 0) {
+    lua_pushfstring(L, "perf.event \"%s\" (closed)", name);
+  } else if (pl_event_read(ev, &v, &en, &run, &lost) == 0) {
+    lua_pushfstring(L, "perf.event \"%s\" (fd %d, %s, %I)", name, ev->fd,
+                    ev->enabled ? "enabled" : "disabled", (lua_Integer)v);
+  } else {
+    lua_pushfstring(L, "perf.event \"%s\" (fd %d, %s)", name, ev->fd,
+                    ev->enabled ? "enabled" : "disabled");
+  }
+  return 1;
+}
+
+static const luaL_Reg methods[] = {
+  {"read", l_read}, {"scaled", l_scaled},
+  {"enable", l_enable}, {"disable", l_disable}, {"reset", l_reset},
+  {"refresh", l_refresh}, {"period", l_period},
+  {"set_output", l_set_output}, {"set_filter", l_set_filter},
+  {"id", l_id}, {"set_bpf", l_set_bpf}, {"pause_output", l_pause_output},
+  {"query_bpf", l_query_bpf}, {"modify_attributes", l_modify_attributes},
+  {"attr", l_attr}, {"name", l_name}, {"fileno", l_fileno},
+  {"close", l_close},
+  {NULL, NULL}
+};
+
+static const luaL_Reg metamethods[] = {
+  {"__gc", l_gc}, {"__close", l_gc}, {"__tostring", l_tostring},
+  {"__index", NULL},
+  {NULL, NULL}
+};
+
+void pl_event_methods(lua_State *L, const luaL_Reg *m) {
+  luaL_getmetatable(L, PL_EVENT_MT);
+  lua_getfield(L, -1, "__index");
+  luaL_setfuncs(L, m, 0);
+  lua_pop(L, 2);
+}
+
+void pl_open_event(lua_State *L) {
+  luaL_newmetatable(L, PL_EVENT_MT);
+  luaL_setfuncs(L, metamethods, 0);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_open);
+  lua_setfield(L, -2, "open");
+}

@@ -1,0 +1,109 @@
+/*
+** util.c: module functions that are not handles: symbol addresses for
+** breakpoints, addresses of Lua values, the prctl switches, and probes of
+** what the running kernel accepts.
+*/
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "perf_core.h"
+
+/* perf.symbol(name [, library]) -> address | nil, msg, errno */
+static int l_symbol(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  const char *lib = luaL_optstring(L, 2, NULL);
+  void *h = RTLD_DEFAULT, *p;
+  const char *err;
+  if (lib) {
+    /* kept loaded for good: the address must stay valid for breakpoints */
+    h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      err = dlerror();
+      lua_pushnil(L);
+      lua_pushfstring(L, "perf.symbol \"%s\": cannot load \"%s\": %s", name,
+                      lib, err ? err : "?");
+      lua_pushinteger(L, ENOENT);
+      return 3;
+    }
+  }
+  dlerror();
+  p = dlsym(h, name);
+  err = dlerror();
+  if (!p || err) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "perf.symbol \"%s\": not found in %s (%s); static "
+                    "functions have no dynamic symbol: try the library that "
+                    "exports it, or an address", name,
+                    lib ? lib : "the process's global symbols",
+                    err ? err : "null address");
+    lua_pushinteger(L, ENOENT);
+    return 3;
+  }
+  lua_pushinteger(L, (lua_Integer)(uintptr_t)p);
+  return 1;
+}
+
+/* perf.addressof(string | userdata) -> address of its bytes or block */
+static int l_addressof(lua_State *L) {
+  const void *p;
+  switch (lua_type(L, 1)) {
+  case LUA_TSTRING: p = lua_tostring(L, 1); break;
+  case LUA_TUSERDATA: case LUA_TLIGHTUSERDATA: p = lua_touserdata(L, 1); break;
+  default:
+    return luaL_typeerror(L, 1, "string or userdata");
+  }
+  lua_pushinteger(L, (lua_Integer)(uintptr_t)p);
+  return 1;
+}
+
+static int task_events(lua_State *L, int op, const char *what) {
+  if (prctl(op, 0, 0, 0, 0) != 0) return pl_fail(L, errno, what, NULL);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* perf.enable_all() / perf.disable_all(): every event this thread created */
+static int l_enable_all(lua_State *L) {
+  return task_events(L, PR_TASK_PERF_EVENTS_ENABLE, "perf.enable_all");
+}
+static int l_disable_all(lua_State *L) {
+  return task_events(L, PR_TASK_PERF_EVENTS_DISABLE, "perf.disable_all");
+}
+
+/* perf.core.kernel_attr_size() -> bytes of the running kernel's
+** perf_event_attr. A size past a page is refused with E2BIG before the
+** kernel reads anything, and the kernel writes its own size back. */
+static int l_kernel_attr_size(lua_State *L) {
+  struct pl_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = 8192;
+  a.type = PERF_TYPE_SOFTWARE;
+  if (syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC) >= 0)
+    return luaL_error(L, "kernel_attr_size: the kernel accepted a 8192-byte attr");
+  if (errno != E2BIG) return pl_fail(L, errno, "perf.core.kernel_attr_size", NULL);
+  lua_pushinteger(L, a.size);
+  return 1;
+}
+
+/* perf.core.errno_name(n) -> "ENOENT" */
+static int l_errno_name(lua_State *L) {
+  lua_pushstring(L, pl_errno_name((int)luaL_checkinteger(L, 1)));
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {
+  {"symbol", l_symbol}, {"addressof", l_addressof},
+  {"enable_all", l_enable_all}, {"disable_all", l_disable_all},
+  {"kernel_attr_size", l_kernel_attr_size}, {"errno_name", l_errno_name},
+  {NULL, NULL}
+};
+
+void pl_open_util(lua_State *L) {
+  luaL_setfuncs(L, funcs, 0);
+  lua_pushinteger(L, sizeof(struct pl_attr));
+  lua_setfield(L, -2, "attr_size");
+}

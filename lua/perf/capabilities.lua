@@ -1,0 +1,135 @@
+-- What this machine's kernel lets perf do, probed once and cached.
+--
+-- perf.capabilities() returns a fresh table each call:
+--   kernel, paranoid, pmu, rdpmc, tracefs, breakpoints, max_breakpoints,
+--   uprobes, max_sample_rate, max_stack, mlock_kb, attr_size, read_lost,
+--   cpus, pmus, and `why`: for each capability that is unavailable, a
+--   sentence saying why.
+local core = require "perf.core"
+
+local M = {}
+
+local function read(path)
+  local f = io.open(path)
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return (s:gsub("%s+$", ""))
+end
+
+local function number(path)
+  return math.tointeger(tonumber(read(path) or ""))
+end
+
+-- The tracefs mount: the usual places first, then /proc/mounts.
+function M.tracefs()
+  for _, dir in ipairs { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" } do
+    if io.open(dir .. "/events/header_page") then return dir end
+  end
+  local mounts = read("/proc/mounts") or ""
+  for dir in mounts:gmatch("%S+ (%S+) tracefs ") do return dir end
+  return nil, "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)"
+end
+
+-- The online CPUs, from /sys/devices/system/cpu/online ("0-3,5").
+function M.online_cpus()
+  local list = {}
+  for a, b in (read("/sys/devices/system/cpu/online") or "0"):gmatch("(%d+)%-?(%d*)") do
+    for cpu = tonumber(a), tonumber(b ~= "" and b or a) do list[#list + 1] = cpu end
+  end
+  return list
+end
+
+local function pmus()
+  local list = {}
+  local p = io.popen("ls /sys/bus/event_source/devices 2>/dev/null")
+  if p then
+    for name in p:lines() do list[#list + 1] = name end
+    p:close()
+  end
+  table.sort(list)
+  return list
+end
+
+local function probe(attr)
+  local ev, _, errno = core.open(attr, nil, "probe")
+  if ev then ev:close() return true end
+  return false, core.errno_name(errno)
+end
+
+-- Hardware breakpoint slots: open read/write watchpoints on one byte until
+-- the kernel says ENOSPC (it counts slots per task, so others' are no matter).
+local function breakpoint_slots()
+  local anchor = string.rep("b", 16)
+  local addr = core.addressof(anchor)
+  local open, err = {}, nil
+  for _ = 1, 16 do
+    local ev, msg, errno = core.open({ type = "breakpoint", bp_type = "rw",
+      bp_addr = addr, bp_len = 1, disabled = true, exclude_kernel = true,
+      exclude_hv = true }, nil, "breakpoint probe")
+    if not ev then
+      if errno ~= 28 then err = msg end   -- 28: ENOSPC, the end of slots
+      break
+    end
+    open[#open + 1] = ev
+  end
+  for _, ev in ipairs(open) do ev:close() end
+  return #open, err
+end
+
+local cached
+
+local function probe_all()
+  local t, why = {}, {}
+  t.kernel = read("/proc/sys/kernel/osrelease")
+  t.paranoid = number("/proc/sys/kernel/perf_event_paranoid")
+  t.max_sample_rate = number("/proc/sys/kernel/perf_event_max_sample_rate")
+  t.max_stack = number("/proc/sys/kernel/perf_event_max_stack")
+  t.mlock_kb = number("/proc/sys/kernel/perf_event_mlock_kb")
+  t.attr_size = core.kernel_attr_size()
+  t.pmus = pmus()
+  t.cpus = #M.online_cpus()
+
+  local ok, err = probe { type = "hardware", config = 0, exclude_kernel = true,
+                          exclude_hv = true, disabled = true }
+  t.pmu = ok
+  if not ok then
+    why.pmu = "no hardware PMU: opening cpu-cycles gives " .. err ..
+      " and /sys/bus/event_source/devices has no cpu PMU (virtual machines often expose none)"
+  end
+  local rdpmc = number("/sys/bus/event_source/devices/cpu/rdpmc")
+  t.rdpmc = rdpmc ~= nil and rdpmc > 0
+  if not t.rdpmc then
+    why.rdpmc = rdpmc and "rdpmc is disabled (/sys/bus/event_source/devices/cpu/rdpmc = 0)"
+      or "no cpu PMU, so no counters to read with rdpmc; reads use read(2)"
+  end
+
+  t.tracefs, why.tracefs = M.tracefs()
+
+  local slots, err = breakpoint_slots()
+  t.max_breakpoints = slots
+  t.breakpoints = slots > 0
+  if slots == 0 then why.breakpoints = err or "no hardware breakpoint slot is free" end
+
+  t.uprobes = io.open("/sys/bus/event_source/devices/uprobe/type") ~= nil
+  if not t.uprobes then why.uprobes = "the kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)" end
+
+  t.read_lost = probe { type = "software", config = 9, disabled = true,
+                        read_format = { "lost" } }
+  if not t.read_lost then why.read_lost = "PERF_FORMAT_LOST needs Linux 6.0" end
+  t.why = why
+  return t
+end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = type(v) == "table" and copy(v) or v end
+  return c
+end
+
+function M.get()
+  cached = cached or probe_all()
+  return copy(cached)
+end
+
+return M

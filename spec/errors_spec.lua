@@ -1,0 +1,151 @@
+-- Kernel failures come back as (nil, message, errno): the message names the
+-- event, the errno name and strerror, and gives advice. Every case here is
+-- produced for real on this machine.
+local perf = require "perf"
+local H = require "helpers"
+
+local function shape(ok, msg, errno)
+  assert.is_nil(ok)
+  assert.are.equal("string", type(msg))
+  assert.are.equal("integer", math.type(errno))
+  return msg, errno
+end
+
+describe("open errors", function()
+  it("ENOENT for a hardware event says there is no PMU here", function()
+    if perf.capabilities().pmu then
+      pending("this machine has a hardware PMU: ENOENT cannot be produced")
+      return
+    end
+    local msg, errno = shape(perf.open({ type = "hardware", config = 0 }))
+    assert.are.equal(2, errno)
+    assert.are.equal('perf.open "hardware:0": No such file or directory (ENOENT); '
+      .. "this machine exposes no hardware PMU (see perf.capabilities())", msg)
+    msg = shape(perf.open({ type = "hw_cache", config = 0x10000 }, nil))
+    assert.matches("no hardware PMU", msg)
+  end)
+
+  it("ENOENT for an unknown software config names it", function()
+    local msg = shape(perf.open { type = "software", config = 99 })
+    assert.matches("ENOENT%); the kernel has no software event with config 99", msg)
+  end)
+
+  it("ESRCH names the missing process", function()
+    local p = io.popen("sh -c 'echo $$'")
+    local pid = math.tointeger(tonumber(p:read("l")))
+    p:close()                                    -- reaped: the pid is free
+    local msg, errno = shape(perf.open({ type = "software", config = 1 }, { pid = pid }))
+    assert.are.equal(3, errno)
+    assert.matches("No such process %(ESRCH%); no process with pid " .. pid, msg)
+  end)
+
+  it("EINVAL points at the likely field", function()
+    local s = "anchor"
+    local msg, errno = shape(perf.open { type = "breakpoint", bp_type = "r",
+      bp_addr = perf.addressof(s), bp_len = 1 })
+    assert.are.equal(22, errno)
+    assert.matches('use bp_type "rw"', msg)
+    msg = shape(perf.open { type = "breakpoint", bp_type = "x",
+      bp_addr = perf.symbol("getenv"), bp_len = 1 })
+    assert.matches("execute breakpoints need bp_len = 8", msg)
+    msg = shape(perf.open({ type = "software", config = 1 }, { pid = -1, cpu = -1 }))
+    assert.matches("pid %-1 %(any process%) needs a cpu", msg)
+    local max = perf.capabilities().max_sample_rate
+    msg = shape(perf.open { type = "software", config = 0, sample_freq = max + 1 })
+    assert.matches("above kernel.perf_event_max_sample_rate %(" .. max .. "%)", msg)
+    msg = shape(perf.open { type = "software", config = 1, sigtrap = true })
+    assert.matches("sigtrap needs remove_on_exec", msg)
+    msg = shape(perf.open({ type = "software", config = 1 }, { cpu = 4096 }))
+    assert.matches("cpu 4096 does not exist", msg)
+  end)
+
+  it("E2BIG reports the attr size the kernel accepts", function()
+    local msg, errno = shape(perf.open { type = "software", config = 1, size = 32 })
+    assert.are.equal(7, errno)
+    assert.matches("E2BIG%); attr.size must be between 64 and the page size; "
+      .. "this kernel's perf_event_attr is " .. perf.capabilities().attr_size .. " bytes", msg)
+  end)
+
+  it("ENOSPC when the breakpoint slots are all taken", function()
+    local slots = perf.capabilities().max_breakpoints
+    assert.is_true(slots >= 1)
+    local bytes = string.rep("s", 64)
+    local held = {}
+    for i = 1, slots do
+      held[i] = assert(perf.open { type = "breakpoint", bp_type = "rw",
+        bp_addr = perf.addressof(bytes) + i, bp_len = 1 })
+    end
+    local msg, errno = shape(perf.open { type = "breakpoint", bp_type = "rw",
+      bp_addr = perf.addressof(bytes), bp_len = 1 })
+    assert.are.equal(28, errno)
+    assert.matches("ENOSPC%); no free hardware breakpoint slot", msg)
+    for _, ev in ipairs(held) do ev:close() end
+    assert(perf.open { type = "breakpoint", bp_type = "rw",
+      bp_addr = perf.addressof(bytes), bp_len = 1 }):close()
+  end)
+
+  it("EMFILE names the open-file limit (in a child with ulimit -n 24)", function()
+    local out = H.run_lua([[
+      local perf = require "perf"
+      local held = {}
+      for i = 1, 100 do
+        local ev, msg, errno = perf.open { type = "software", config = 1 }
+        if not ev then print(errno, msg) break end
+        held[i] = ev
+      end
+    ]], "ulimit -n 24;")
+    local errno, msg = out:match("^(%d+)\t(.-)\n")
+    assert.are.equal("24", errno, out)
+    assert.matches("Too many open files %(EMFILE%); the open%-file limit %(RLIMIT_NOFILE = 24%) is reached", msg)
+  end)
+
+  it("EACCES for an unprivileged user says what paranoid allows", function()
+    -- a copy of the build that the unprivileged user can read
+    local dir = os.tmpname()
+    os.remove(dir)
+    local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
+    assert(os.execute(("mkdir -p %s && cp -r lua %s/ && cp -r %sperf %s/ && chmod -R a+rX %s")
+      :format(dir, dir, cpath == "./" and "" or cpath, dir, dir)))
+    local out = H.run_lua([[
+      local perf = require "perf"
+      local ev, msg, errno = perf.open { type = "software", config = 1 }
+      print(errno, msg)
+      ev = assert(perf.open { type = "software", config = 1, exclude_kernel = true, exclude_hv = true })
+      print("user-only ok")
+    ]], "setpriv --reuid=65534 --regid=65534 --clear-groups", dir)
+    os.execute("rm -rf " .. dir)
+    local paranoid = perf.capabilities().paranoid
+    if paranoid < 2 then
+      pending("perf_event_paranoid is " .. paranoid .. ": unprivileged users may count the kernel")
+      return
+    end
+    local errno, msg = out:match("^(%d+)\t(.-)\n")
+    assert.are.equal("13", errno, out)
+    assert.matches("Permission denied %(EACCES%); perf_event_paranoid is " .. paranoid
+      .. ": set exclude_kernel = true %(and exclude_hv%)", msg)
+    assert.matches("user%-only ok", out)
+  end)
+end)
+
+describe("misuse raises", function()
+  it("for a closed group leader and bad targets", function()
+    local leader = assert(perf.open { type = "software", config = 1 })
+    leader:close()
+    assert.has_error(function()
+      perf.open({ type = "software", config = 1 }, { group = leader })
+    end, "attempt to use a closed perf event")
+    assert.has_error(function() perf.open({ type = "software", config = 1 }, { group = 5 }) end,
+      "target field 'group': perf.event expected, got number")
+    assert.has_error(function() perf.open({ type = "software", config = 1 }, { pid = -2 }) end,
+      "target field 'pid': out of range")
+    assert.has_error(function() perf.open(42) end,
+      "perf.open: event expected (a string or a table), got number")
+  end)
+
+  it("a bad cgroup path is an environment failure", function()
+    local msg, errno = shape(perf.open({ type = "software", config = 1 },
+      { cgroup = "/nonexistent/cgroup" }))
+    assert.are.equal(2, errno)
+    assert.matches('perf.open: cgroup "/nonexistent/cgroup"', msg)
+  end)
+end)

@@ -1,0 +1,61 @@
+-- Shared test helpers: paths to the in-tree build, tracepoint ids, fd counts,
+-- and running Lua code in a child process (for limits and privileges).
+local H = {}
+
+H.root = io.popen("pwd"):read("l")
+H.lua = os.getenv("LUA") or "lua5.4"
+
+-- The tracepoint id from tracefs, without going through the parser.
+function H.tracepoint_id(sys, name)
+  local f = assert(io.open(("/sys/kernel/tracing/events/%s/%s/id"):format(sys, name)))
+  local id = math.tointeger(f:read("n"))
+  f:close()
+  return id
+end
+
+-- Open file descriptors of this process.
+function H.fd_count()
+  local n = 0
+  local p = io.popen("ls /proc/" .. H.pid() .. "/fd")
+  for _ in p:lines() do n = n + 1 end
+  p:close()
+  return n
+end
+
+function H.pid()
+  local f = io.open("/proc/self/stat")
+  local pid = f:read("n")
+  f:close()
+  -- /proc/self of io.open is this process; popen's children differ
+  return math.tointeger(pid)
+end
+
+-- Runs `code` (a Lua chunk) in a fresh interpreter with the in-tree paths,
+-- under `shell_prefix` (e.g. "ulimit -n 16;"), returning its stdout.
+function H.run_lua(code, shell_prefix, dir)
+  dir = dir or H.root
+  local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("^%./", "")
+  if cpath:sub(1, 1) ~= "/" then cpath = H.root .. "/" .. cpath end
+  if dir ~= H.root then cpath = dir .. "/?.so" end
+  local chunk = ("package.path=%q..package.path package.cpath=%q..package.cpath %s")
+    :format(dir .. "/lua/?.lua;" .. dir .. "/lua/?/init.lua;", cpath .. ";", code)
+  local tmp = os.tmpname()
+  local f = assert(io.open(tmp, "w"))
+  f:write(chunk)
+  f:close()
+  os.execute("chmod 644 " .. tmp)
+  local p = io.popen(("%s %s %s 2>&1"):format(shell_prefix or "", H.lua, tmp))
+  local out = p:read("a")
+  p:close()
+  os.remove(tmp)
+  return out
+end
+
+-- Touches 2 * `pages` new pages: string.rep fills a fresh buffer of that
+-- size and copies it into a fresh string (both large enough to be mmapped,
+-- so every page is new). Returns the string so it stays alive.
+function H.touch_pages(pages)
+  return string.rep("x", pages * 4096)
+end
+
+return H

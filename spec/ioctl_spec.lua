@@ -1,0 +1,194 @@
+-- Every ioctl, exercised for its effect (or, where the effect needs a ring
+-- buffer or a BPF program, for its error path).
+local perf = require "perf"
+local H = require "helpers"
+
+local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
+
+local function openat(extra, target)
+  local attr = { type = "tracepoint", config = OPENAT }
+  for k, v in pairs(extra or {}) do attr[k] = v end
+  return assert(perf.open(attr, target))
+end
+
+local function opens(n, mode)
+  for _ = 1, n do assert(io.open(mode and os.tmpname() or "/dev/null", mode)):close() end
+end
+
+local function shape(ok, msg, errno)
+  assert.is_nil(ok)
+  assert.are.equal("string", type(msg))
+  assert.are.equal("integer", math.type(errno))
+  return msg, errno
+end
+
+describe("enable, disable, reset", function()
+  it("reset zeroes the count and keeps counting", function()
+    local ev <close> = openat()
+    assert(ev:enable())
+    opens(6)
+    assert.are.equal(6, (ev:read()))
+    assert.is_true(ev:reset())
+    assert.are.equal(0, (ev:read()))
+    opens(2)
+    assert.are.equal(2, (ev:read()))
+  end)
+
+  it("act on a whole group with the group flag", function()
+    local leader <close> = openat()
+    local member <close> = assert(perf.open({ type = "tracepoint",
+      config = H.tracepoint_id("syscalls", "sys_enter_close"), disabled = true },
+      { group = leader }))
+    assert.is_true(leader:enable(true))
+    opens(3)
+    assert.is_true(leader:disable { "group" })
+    assert.are.same({ 3, 3 }, { (leader:read()), (member:read()) })
+    assert.is_true(leader:reset(1))         -- PERF_IOC_FLAG_GROUP as an integer
+    assert.are.same({ 0, 0 }, { (leader:read()), (member:read()) })
+    assert.is_true(leader:enable())         -- without the flag: only the leader
+    opens(2)
+    assert(leader:disable())
+    assert.are.same({ 2, 0 }, { (leader:read()), (member:read()) })
+  end)
+
+  it("report their state in tostring", function()
+    local ev <close> = openat()
+    assert.matches('^perf.event "tracepoint:%d+" %(fd %d+, disabled, 0%)$', tostring(ev))
+    ev:enable()
+    assert.matches("enabled", tostring(ev))
+  end)
+end)
+
+describe("refresh and period", function()
+  it("refresh(n) counts n overflows of a sampling event, then disables it", function()
+    local ev <close> = openat { sample_period = 1 }
+    assert.is_true(ev:refresh(3))
+    opens(10)
+    assert.are.equal(3, (ev:read()))
+  end)
+
+  it("period(n) changes the sample period", function()
+    local ev <close> = openat { sample_period = 1000 }
+    assert.is_true(ev:period(5))
+    assert.are.equal(5, ev:attr().sample_period)
+    assert.is_true(ev:refresh(2))            -- two overflows of 5: stops at 10
+    opens(20)
+    assert.are.equal(10, (ev:read()))
+  end)
+
+  it("refuse counting events", function()
+    local ev <close> = assert(perf.open { type = "software", config = 1 })
+    local msg, errno = shape(ev:refresh(1))
+    assert.are.equal(22, errno)
+    assert.matches('^ev:refresh "software:1": Invalid argument %(EINVAL%); refresh needs a sampling event', msg)
+    msg = shape(ev:period(0))
+    assert.matches("EINVAL", msg)
+  end)
+end)
+
+describe("set_filter", function()
+  it("narrows a tracepoint to the matching hits", function()
+    local ev <close> = openat()
+    assert.is_true(ev:set_filter("mode == 0666"))   -- opens that may create
+    assert(ev:enable())
+    opens(3)                                       -- io.open(path) passes mode 0
+    local made = {}
+    for i = 1, 4 do made[i] = os.tmpname(); assert(io.open(made[i], "w")):close() end
+    assert(ev:disable())
+    for _, f in ipairs(made) do os.remove(f) end
+    assert.are.equal(4, (ev:read()))
+  end)
+
+  it("returns the kernel's refusal of bad filter text", function()
+    local ev <close> = openat()
+    local msg, errno = shape(ev:set_filter("no_such_field == 1"))
+    assert.are.equal(22, errno)
+    assert.matches("EINVAL%); the kernel rejected the filter text", msg)
+    local ev2 <close> = openat()
+    assert(ev2:set_filter("mode == 0"))
+    msg = shape(ev2:set_filter("mode == 1"))
+    assert.matches("EEXIST%); this event already has a filter", msg)
+  end)
+
+  it("is refused on a software event", function()
+    local ev <close> = assert(perf.open { type = "software", config = 1 })
+    local msg = shape(ev:set_filter("x == 1"))
+    assert.matches("filters apply to tracepoints", msg)
+  end)
+end)
+
+describe("id", function()
+  it("gives the kernel's id, distinct per event and the one read_format carries", function()
+    local a <close> = openat()
+    local b <close> = openat()
+    local ia, ib = a:id(), b:id()
+    assert.is_true(math.type(ia) == "integer" and ia > 0)
+    assert.are_not.equal(ia, ib)
+    -- a group read of a lone event carries its id (read_format id)
+    local g <close> = assert(perf.open { type = "tracepoint", config = OPENAT,
+      read_format = { "group", "id" } })
+    assert.are.equal(0, (g:read()))
+  end)
+end)
+
+describe("modify_attributes", function()
+  it("moves a breakpoint to another address", function()
+    -- luaL_Stream { FILE *f; lua_CFunction closef; }: close writes closef once
+    local fa, fb = assert(io.open("/dev/null")), assert(io.open("/dev/null"))
+    local ev <close> = assert(perf.open { type = "breakpoint", bp_type = "w",
+      bp_addr = perf.addressof(fa) + 8, bp_len = 8 })
+    assert(ev:enable())
+    assert.is_true(ev:modify_attributes { bp_addr = perf.addressof(fb) + 8 })
+    assert.are.equal(perf.addressof(fb) + 8, ev:attr().bp_addr)
+    fa:close()
+    assert.are.equal(0, (ev:read()))
+    fb:close()
+    assert.are.equal(1, (ev:read()))
+  end)
+
+  it("is refused for other events", function()
+    local ev <close> = assert(perf.open { type = "software", config = 1 })
+    local msg = shape(ev:modify_attributes { sample_period = 3 })
+    assert.matches("only breakpoint events can be modified", msg)
+    assert.has_error(function() ev:modify_attributes { bogus = 1 } end,
+      "unknown attr field 'bogus'")
+  end)
+end)
+
+describe("set_output and pause_output", function()
+  it("set_output(nil) detaches, other cpus and itself are refused", function()
+    local a <close> = assert(perf.open({ type = "software", config = 1 }, { cpu = 0 }))
+    local b <close> = assert(perf.open({ type = "software", config = 1 }, { cpu = 1 }))
+    assert.is_true(a:set_output(nil))
+    local msg = shape(a:set_output(b))
+    assert.matches("same cpu", msg)
+    msg = shape(a:set_output(a))
+    assert.matches("cannot send its records to itself", msg)
+  end)
+
+  it("pause_output needs a ring buffer", function()
+    local ev <close> = openat()
+    local msg, errno = shape(ev:pause_output(true))
+    assert.are.equal(22, errno)
+    assert.matches("needs a ring buffer", msg)
+  end)
+end)
+
+describe("BPF ioctls", function()
+  it("query_bpf lists no programs on a fresh tracepoint", function()
+    local ev <close> = openat()
+    assert.are.same({}, ev:query_bpf())
+  end)
+
+  it("query_bpf is refused on a software event, set_bpf without a program", function()
+    local sw <close> = assert(perf.open { type = "software", config = 1 })
+    local msg = shape(sw:query_bpf())
+    assert.matches("only tracepoint, kprobe and uprobe events", msg)
+    local ev <close> = openat()
+    local f = assert(io.open("/dev/null"))
+    msg = shape(ev:set_bpf(0))
+    assert.matches("must be a loaded BPF program", msg)
+    f:close()
+    assert.has_error(function() ev:set_bpf(-1) end)
+  end)
+end)

@@ -1,0 +1,114 @@
+-- perf.symbol, perf.addressof, the raw constants and perf.capabilities.
+local perf = require "perf"
+
+local function maps_of(addr)
+  for line in io.lines("/proc/self/maps") do
+    local lo, hi, perms, path = line:match("^(%x+)%-(%x+) (%S+) %S+ %S+ %S+%s*(.*)$")
+    if addr >= tonumber(lo, 16) and addr < tonumber(hi, 16) then return perms, path end
+  end
+end
+
+describe("perf.symbol", function()
+  it("finds a C function in the process and in a named library", function()
+    local a = assert(perf.symbol("getenv"))
+    local perms, path = maps_of(a)
+    assert.matches("x", perms)
+    assert.matches("libc", path)
+    assert.are.equal(a, perf.symbol("getenv", "libc.so.6"))
+    assert.is_truthy(maps_of(assert(perf.symbol("lua_gettop"))))
+  end)
+
+  it("returns nil, message, errno for a missing symbol or library", function()
+    local ok, msg, errno = perf.symbol("no_such_symbol_here")
+    assert.is_nil(ok)
+    assert.matches('perf.symbol "no_such_symbol_here": not found', msg)
+    assert.are.equal(2, errno)
+    ok, msg = perf.symbol("getenv", "libnothere.so.9")
+    assert.is_nil(ok)
+    assert.matches('cannot load "libnothere.so.9"', msg)
+  end)
+end)
+
+describe("perf.addressof", function()
+  it("gives the address of a string's bytes and a userdata's block", function()
+    local s = "address me"
+    local a = perf.addressof(s)
+    assert.are.equal("rw-p", (maps_of(a)))
+    assert.are.equal(a, perf.addressof(s))
+    local f = assert(io.open("/dev/null"))
+    assert.is_true(perf.addressof(f) > 0)
+    f:close()
+    assert.has_error(function() perf.addressof(5) end)
+    assert.has_error(function() perf.addressof {} end)
+  end)
+end)
+
+describe("perf.core constants", function()
+  it("carry the kernel's values, including those newer than the header", function()
+    local c = perf.core
+    assert.are.same({ 0, 1, 2, 3, 4, 5 }, { c.PERF_TYPE_HARDWARE, c.PERF_TYPE_SOFTWARE,
+      c.PERF_TYPE_TRACEPOINT, c.PERF_TYPE_HW_CACHE, c.PERF_TYPE_RAW, c.PERF_TYPE_BREAKPOINT })
+    assert.are.equal(1 << 24, c.PERF_SAMPLE_WEIGHT_STRUCT)
+    assert.are.equal(1 << 4, c.PERF_FORMAT_LOST)
+    assert.are.equal(21, c.PERF_RECORD_AUX_OUTPUT_HW_ID)
+    assert.are.equal(11, c.PERF_COUNT_SW_CGROUP_SWITCHES)
+    assert.are.equal(0x2400, c.PERF_EVENT_IOC_ENABLE)
+    assert.are.equal(0x2401, c.PERF_EVENT_IOC_DISABLE)
+    assert.are.equal(0x40082404, c.PERF_EVENT_IOC_PERIOD)
+    assert.are.equal(0x80082407, c.PERF_EVENT_IOC_ID)
+    assert.are.equal(1, c.PERF_IOC_FLAG_GROUP)
+    assert.are.equal(8, c.PERF_FLAG_FD_CLOEXEC)
+    assert.are.equal(-128, c.PERF_CONTEXT_KERNEL)
+    assert.are.equal(136, c.PERF_ATTR_SIZE_VER8)
+  end)
+end)
+
+describe("perf.capabilities", function()
+  local caps = perf.capabilities()
+
+  local function read(path)
+    local f = io.open(path)
+    if not f then return nil end
+    local s = f:read("l")
+    f:close()
+    return s
+  end
+
+  it("reports the kernel's settings", function()
+    assert.are.equal(read("/proc/sys/kernel/osrelease"), caps.kernel)
+    assert.are.equal(tonumber(read("/proc/sys/kernel/perf_event_paranoid")), caps.paranoid)
+    assert.are.equal(tonumber(read("/proc/sys/kernel/perf_event_max_sample_rate")), caps.max_sample_rate)
+    assert.are.equal(tonumber(read("/proc/sys/kernel/perf_event_mlock_kb")), caps.mlock_kb)
+    assert.are.equal(136, caps.attr_size)
+    assert.is_true(caps.cpus >= 1)
+  end)
+
+  it("agrees with sysfs about the PMU, and says why when there is none", function()
+    local has_cpu = read("/sys/bus/event_source/devices/cpu/type") ~= nil
+    assert.are.equal(has_cpu, caps.pmu)
+    if not caps.pmu then
+      assert.matches("no hardware PMU", caps.why.pmu)
+      assert.is_false(caps.rdpmc)
+      assert.is_string(caps.why.rdpmc)
+    end
+    local found = {}
+    for _, name in ipairs(caps.pmus) do found[name] = true end
+    assert.is_true(found.software and found.tracepoint and found.breakpoint)
+  end)
+
+  it("finds tracefs and the breakpoint slots", function()
+    assert.are.equal("/sys/kernel/tracing", caps.tracefs)
+    assert.is_true(caps.breakpoints)
+    assert.are.equal(4, caps.max_breakpoints)    -- x86: four debug registers
+    assert.is_true(caps.uprobes)
+    assert.is_true(caps.read_lost)
+  end)
+
+  it("returns a fresh table each call", function()
+    local a = perf.capabilities()
+    a.why.extra = "x"
+    a.pmu = "changed"
+    assert.is_nil(perf.capabilities().why.extra)
+    assert.are_not.equal("changed", perf.capabilities().pmu)
+  end)
+end)
