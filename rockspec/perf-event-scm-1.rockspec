@@ -36,6 +36,7 @@ build = {
       libraries = { "dl" },
     },
     ["perf"] = "lua/perf/init.lua",
+    ["perf.capabilities"] = "lua/perf/capabilities.lua",
   },
 }
 test = {
