@@ -2,7 +2,11 @@
 -- and running Lua code in a child process (for limits and privileges).
 local H = {}
 
-H.root = io.popen("pwd"):read("l")
+do
+  local p = io.popen("pwd")
+  H.root = p:read("l")
+  p:close()
+end
 H.lua = os.getenv("LUA") or "lua5.4"
 
 -- The tracepoint id from tracefs, without going through the parser.

@@ -17,6 +17,12 @@ local function read(path)
   return (s:gsub("%s+$", ""))
 end
 
+local function exists(path)
+  local f = io.open(path)
+  if f then f:close() end
+  return f ~= nil
+end
+
 local function number(path)
   return math.tointeger(tonumber(read(path) or ""))
 end
@@ -24,7 +30,7 @@ end
 -- The tracefs mount: the usual places first, then /proc/mounts.
 function M.tracefs()
   for _, dir in ipairs { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" } do
-    if io.open(dir .. "/events/header_page") then return dir end
+    if exists(dir .. "/events/header_page") then return dir end
   end
   local mounts = read("/proc/mounts") or ""
   for dir in mounts:gmatch("%S+ (%S+) tracefs ") do return dir end
@@ -111,7 +117,7 @@ local function probe_all()
   t.breakpoints = slots > 0
   if slots == 0 then why.breakpoints = err or "no hardware breakpoint slot is free" end
 
-  t.uprobes = io.open("/sys/bus/event_source/devices/uprobe/type") ~= nil
+  t.uprobes = exists("/sys/bus/event_source/devices/uprobe/type")
   if not t.uprobes then why.uprobes = "the kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)" end
 
   t.read_lost = probe { type = "software", config = 9, disabled = true,
