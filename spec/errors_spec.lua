@@ -4,12 +4,7 @@
 local perf = require "perf"
 local H = require "helpers"
 
-local function shape(ok, msg, errno)
-  assert.is_nil(ok)
-  assert.are.equal("string", type(msg))
-  assert.are.equal("integer", math.type(errno))
-  return msg, errno
-end
+local shape = H.fails
 
 describe("open errors", function()
   it("ENOENT for a hardware event says there is no PMU here", function()

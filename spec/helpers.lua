@@ -17,6 +17,15 @@ function H.tracepoint_id(sys, name)
   return id
 end
 
+-- Asserts the shape of a kernel failure, (nil, string, integer), and
+-- returns the message and errno.
+function H.fails(ok, msg, errno)
+  assert(ok == nil, "expected a failure, got " .. tostring(ok))
+  assert(type(msg) == "string", "message expected")
+  assert(math.type(errno) == "integer", "errno expected")
+  return msg, errno
+end
+
 -- Open file descriptors of this process.
 function H.fd_count()
   local n = 0

@@ -15,12 +15,7 @@ local function opens(n, mode)
   for _ = 1, n do assert(io.open(mode and os.tmpname() or "/dev/null", mode)):close() end
 end
 
-local function shape(ok, msg, errno)
-  assert.is_nil(ok)
-  assert.are.equal("string", type(msg))
-  assert.are.equal("integer", math.type(errno))
-  return msg, errno
-end
+local shape = H.fails
 
 describe("enable, disable, reset", function()
   it("reset zeroes the count and keeps counting", function()
