@@ -37,6 +37,12 @@ build = {
     },
     ["perf"] = "lua/perf/init.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
+    ["perf.events"] = "lua/perf/events.lua",
+    ["perf.fs"] = "lua/perf/fs.lua",
+    ["perf.nearest"] = "lua/perf/nearest.lua",
+    ["perf.parse"] = "lua/perf/parse.lua",
+    ["perf.pmu"] = "lua/perf/pmu.lua",
+    ["perf.tracepoint"] = "lua/perf/tracepoint.lua",
   },
 }
 test = {

@@ -1,0 +1,56 @@
+-- perf.fs: reading the small files of sysfs, tracefs and procfs.
+--
+-- Lua has no readdir; the C core provides one (perf.core.listdir) when it
+-- is built, and `ls` is the fallback so these modules also work alone.
+
+local M = {}
+
+-- The whole content of a file, or nil when it cannot be read.
+function M.read(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- The content of a file without surrounding white space, or nil.
+function M.read_trimmed(path)
+  local s = M.read(path)
+  return s and (s:gsub("^%s+", ""):gsub("%s+$", ""))
+end
+
+local function core_listdir()
+  local ok, core = pcall(require, "perf.core")
+  if ok and type(core) == "table" and type(core.listdir) == "function" then
+    return core.listdir
+  end
+end
+
+local native = core_listdir()
+
+-- The names in a directory (without "." and ".."), sorted; an empty list
+-- when it does not exist.
+function M.listdir(path)
+  local out = {}
+  if native then
+    out = native(path) or {}
+  else
+    local p = io.popen("ls -1A '" .. path:gsub("'", "'\\''") .. "' 2>/dev/null")
+    if p then
+      for line in p:lines() do out[#out + 1] = line end
+      p:close()
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+-- Whether `path` exists (a file or a directory: both open for reading).
+function M.exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+return M
