@@ -119,9 +119,15 @@ describe("attr conversion", function()
   it("takes type, bp_type and clockid by name", function()
     assert.are.equal(1, core.attr { type = "software" }.type)
     assert.are.equal(3, core.attr { type = "hw_cache" }.type)
-    local tp = io.open("/sys/bus/event_source/devices/tracepoint/type"):read("n")
+    local function pmu_type(name)
+      local f = assert(io.open("/sys/bus/event_source/devices/" .. name .. "/type"))
+      local n = f:read("n")
+      f:close()
+      return n
+    end
+    local tp = pmu_type("tracepoint")
     assert.are.equal(tp, core.attr { type = "tracepoint" }.type)
-    local msr = io.open("/sys/bus/event_source/devices/msr/type"):read("n")
+    local msr = pmu_type("msr")
     assert.are.equal(msr, core.attr { type = "msr" }.type)
     local bp = core.attr { type = "breakpoint", bp_type = "rw", bp_addr = 4096, bp_len = 8 }
     assert.are.same({ 3, 4096, 8 }, { bp.bp_type, bp.bp_addr, bp.bp_len })

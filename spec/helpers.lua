@@ -26,21 +26,19 @@ function H.fails(ok, msg, errno)
   return msg, errno
 end
 
--- Open file descriptors of this process.
+-- Open file descriptors of this process (after collecting garbage, so
+-- file handles other code dropped are closed first). Probes /proc/self/fd
+-- without a child process, which could see a half-made pipe.
 function H.fd_count()
+  collectgarbage()
+  collectgarbage()
   local n = 0
-  local p = io.popen("ls /proc/" .. H.pid() .. "/fd")
-  for _ in p:lines() do n = n + 1 end
-  p:close()
+  for fd = 0, 4095 do
+    local f, _, errno = io.open("/proc/self/fd/" .. fd)
+    if f then f:close() end
+    if f or errno ~= 2 then n = n + 1 end
+  end
   return n
-end
-
-function H.pid()
-  local f = io.open("/proc/self/stat")
-  local pid = f:read("n")
-  f:close()
-  -- /proc/self of io.open is this process; popen's children differ
-  return math.tointeger(pid)
 end
 
 -- Runs `code` (a Lua chunk) in a fresh interpreter with the in-tree paths,
