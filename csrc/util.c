@@ -3,6 +3,7 @@
 ** breakpoints, addresses of Lua values, the prctl switches, and probes of
 ** what the running kernel accepts.
 */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
@@ -89,6 +90,45 @@ static int l_kernel_attr_size(lua_State *L) {
   return 1;
 }
 
+/* A DIR* owned by a userdata, so that a memory error while listing (which
+** longjmps out of l_listdir) still closes the directory at collection. */
+typedef struct dirbox { DIR *d; } dirbox;
+#define DIRBOX_MT "perf.dirbox"
+
+static int dirbox_gc(lua_State *L) {
+  dirbox *b = (dirbox *)luaL_checkudata(L, 1, DIRBOX_MT);
+  if (b->d) {
+    closedir(b->d);
+    b->d = NULL;
+  }
+  return 0;
+}
+
+/* perf.core.listdir(path) -> list of names (without . and ..), unsorted,
+** or nil, msg, errno: sysfs and tracefs discovery without a child process. */
+static int l_listdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct dirent *e;
+  lua_Integer n = 0;
+  dirbox *b = (dirbox *)lua_newuserdatauv(L, sizeof *b, 0);
+  b->d = NULL;
+  luaL_setmetatable(L, DIRBOX_MT);
+  lua_newtable(L);
+  b->d = opendir(path);
+  if (!b->d) {
+    int err = errno;
+    return pl_fail(L, err, lua_pushfstring(L, "perf.core.listdir \"%s\"", path), NULL);
+  }
+  while ((e = readdir(b->d)) != NULL) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    lua_pushstring(L, e->d_name);
+    lua_rawseti(L, -2, ++n);
+  }
+  closedir(b->d);
+  b->d = NULL;
+  return 1;
+}
+
 /* perf.core.errno_name(n) -> "ENOENT" */
 static int l_errno_name(lua_State *L) {
   lua_pushstring(L, pl_errno_name((int)luaL_checkinteger(L, 1)));
@@ -99,10 +139,15 @@ static const luaL_Reg funcs[] = {
   {"symbol", l_symbol}, {"addressof", l_addressof},
   {"enable_all", l_enable_all}, {"disable_all", l_disable_all},
   {"kernel_attr_size", l_kernel_attr_size}, {"errno_name", l_errno_name},
+  {"listdir", l_listdir},
   {NULL, NULL}
 };
 
 void pl_open_util(lua_State *L) {
+  luaL_newmetatable(L, DIRBOX_MT);
+  lua_pushcfunction(L, dirbox_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
   luaL_setfuncs(L, funcs, 0);
   lua_pushinteger(L, sizeof(struct pl_attr));
   lua_setfield(L, -2, "attr_size");

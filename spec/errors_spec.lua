@@ -14,7 +14,7 @@ describe("open errors", function()
     end
     local msg, errno = shape(perf.open({ type = "hardware", config = 0 }))
     assert.are.equal(2, errno)
-    assert.are.equal('perf.open "hardware:0": No such file or directory (ENOENT); '
+    assert.are.equal('perf.open "cpu-cycles": No such file or directory (ENOENT); '
       .. "this machine exposes no hardware PMU (see perf.capabilities())", msg)
     msg = shape(perf.open({ type = "hw_cache", config = 0x10000 }, nil))
     assert.matches("no hardware PMU", msg)

@@ -167,3 +167,41 @@ describe("enable_all / disable_all", function()
     assert.are.equal(4, (b:read()))
   end)
 end)
+
+describe("type and config by name", function()
+  it("resolve software and tracepoint names, and count", function()
+    local clock <close> = assert(perf.open { type = "software", config = "task-clock" })
+    assert.are.same({ 1, 1 }, { clock:attr().type, clock:attr().config })
+    local ev <close> = assert(perf.open { type = "tracepoint", config = "syscalls:sys_enter_openat" })
+    assert.are.equal(H.tracepoint_id("syscalls", "sys_enter_openat"), ev:attr().config)
+    assert(ev:enable())
+    for _ = 1, 9 do assert(io.open("/dev/null")):close() end
+    assert(ev:disable())
+    assert.are.equal(9, (ev:read()))
+  end)
+
+  it("compose hardware-cache configs and name raw and PMU events", function()
+    local attr = perf.attr { type = "hw_cache", config = "L1-dcache-load-misses" }
+    assert.are.same({ 3, 0x10000 }, { attr.type, attr.config })
+    attr = perf.attr { type = "hardware", config = "instructions" }
+    assert.are.same({ 0, 1 }, { attr.type, attr.config })
+    attr = perf.attr "r01c2"
+    assert.are.same({ 4, 0x1c2 }, { attr.type, attr.config })
+    local tsc <close> = assert(perf.open { type = "msr", config = "tsc" })
+    assert.are.equal(0, tsc:attr().config)
+    assert(tsc:enable())
+    assert.is_true((tsc:read()) > 0)
+  end)
+
+  it("take a perf-syntax string, alone or refined by attr fields", function()
+    local ev <close> = assert(perf.open "syscalls:sys_enter_close")
+    assert.are.equal("syscalls:sys_enter_close", ev:name())
+    local s <close> = assert(perf.open { "cpu-clock", sample_period = 100000,
+      sample_type = { "ip", "tid", "time" } })
+    local a = s:attr()
+    assert.are.same({ 1, 0, 100000, 7 }, { a.type, a.config, a.sample_period, a.sample_type })
+    assert.are.equal("cpu-clock", s:name())
+    local u <close> = assert(perf.open "page-faults:u")
+    assert.is_true(u:attr().exclude_kernel)
+  end)
+end)

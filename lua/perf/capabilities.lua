@@ -9,32 +9,16 @@ local core = require "perf.core"
 
 local M = {}
 
-local function read(path)
-  local f = io.open(path)
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return (s:gsub("%s+$", ""))
-end
-
-local function exists(path)
-  local f = io.open(path)
-  if f then f:close() end
-  return f ~= nil
-end
+local fs = require "perf.fs"
+local read, exists = fs.read_trimmed, fs.exists
 
 local function number(path)
   return math.tointeger(tonumber(read(path) or ""))
 end
 
--- The tracefs mount: the usual places first, then /proc/mounts.
+-- The tracefs directory, or nil and why it is missing.
 function M.tracefs()
-  for _, dir in ipairs { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" } do
-    if exists(dir .. "/events/header_page") then return dir end
-  end
-  local mounts = read("/proc/mounts") or ""
-  for dir in mounts:gmatch("%S+ (%S+) tracefs ") do return dir end
-  return nil, "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)"
+  return require("perf.tracepoint").path()
 end
 
 -- The online CPUs, from /sys/devices/system/cpu/online ("0-3,5").
@@ -43,17 +27,6 @@ function M.online_cpus()
   for a, b in (read("/sys/devices/system/cpu/online") or "0"):gmatch("(%d+)%-?(%d*)") do
     for cpu = tonumber(a), tonumber(b ~= "" and b or a) do list[#list + 1] = cpu end
   end
-  return list
-end
-
-local function pmus()
-  local list = {}
-  local p = io.popen("ls /sys/bus/event_source/devices 2>/dev/null")
-  if p then
-    for name in p:lines() do list[#list + 1] = name end
-    p:close()
-  end
-  table.sort(list)
   return list
 end
 
@@ -93,7 +66,7 @@ local function probe_all()
   t.max_stack = number("/proc/sys/kernel/perf_event_max_stack")
   t.mlock_kb = number("/proc/sys/kernel/perf_event_mlock_kb")
   t.attr_size = core.kernel_attr_size()
-  t.pmus = pmus()
+  t.pmus = fs.listdir("/sys/bus/event_source/devices")
   t.cpus = #M.online_cpus()
 
   local ok, err = probe { type = "hardware", config = 0, exclude_kernel = true,
