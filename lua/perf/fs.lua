@@ -53,4 +53,11 @@ function M.exists(path)
   return false
 end
 
+-- Whether `path` is a directory.
+function M.isdir(path)
+  local f = io.open(path .. "/.", "r")
+  if f then f:close() return true end
+  return false
+end
+
 return M

@@ -125,6 +125,17 @@ end
 local lazy = {
   events = function() return require "perf.events" end,
   parse = function() return require("perf.parse").parse end,
+  list = function() return require("perf.list").list end,
+  pmus = function() return require("perf.list").pmus end,
+  tracepoint = function() return require("perf.tracepoint").get end,
+  watch = function()
+    local watch = require "perf.watch"
+    return function(where, opts) return watch.watch(perf, where, opts) end
+  end,
+  uprobe = function()
+    local uprobe = require "perf.uprobe"
+    return function(binary, where, opts) return uprobe.uprobe(perf, binary, where, opts) end
+  end,
 }
 
 return setmetatable(perf, {

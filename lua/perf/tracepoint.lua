@@ -91,8 +91,7 @@ function M.systems()
   if not dir then return {} end
   local out = {}
   for _, s in ipairs(fs.listdir(dir .. "/events")) do
-    if fs.exists(("%s/events/%s/enable"):format(dir, s))
-        or fs.exists(("%s/events/%s/filter"):format(dir, s)) then
+    if fs.isdir(("%s/events/%s"):format(dir, s)) then
       out[#out + 1] = s
     end
   end

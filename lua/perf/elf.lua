@@ -1,0 +1,174 @@
+-- perf.elf: the symbol tables of an ELF file, enough to place a uprobe.
+--
+--   local elf = require "perf.elf"
+--   local f = assert(elf.open "/lib/x86_64-linux-gnu/libc.so.6")
+--   local sym = f:symbol "getenv"   --> { name, value, size, type, bind, offset }
+--
+-- Reads the ELF header, the section headers, .symtab and .dynsym, and the
+-- program headers that map virtual addresses to file offsets. ELF32 and
+-- ELF64, either byte order.
+
+local M = {}
+
+local STT = { [0] = "notype", "object", "func", "section", "file", "common", "tls",
+  [10] = "ifunc" }
+local STB = { [0] = "local", "global", "weak", [10] = "unique" }
+local SHT_SYMTAB, SHT_DYNSYM, PT_LOAD = 2, 11, 1
+
+local Elf = {}
+Elf.__index = Elf
+
+local function read_at(fh, off, n)
+  fh:seek("set", off)
+  local s = fh:read(n)
+  if not s or #s < n then return nil end
+  return s
+end
+
+-- Opens and indexes an ELF file. Returns the object, or nil, message and
+-- an errno-like number.
+function M.open(path)
+  local fh, err, code = io.open(path, "rb")
+  if not fh then return nil, err, code end
+  local ident = fh:read(16)
+  if not ident or ident:sub(1, 4) ~= "\127ELF" then
+    fh:close()
+    return nil, path .. ": not an ELF file", 8 -- ENOEXEC
+  end
+  local class, data = ident:byte(5), ident:byte(6)
+  if (class ~= 1 and class ~= 2) or (data ~= 1 and data ~= 2) then
+    fh:close()
+    return nil, path .. ": unknown ELF class or byte order", 8
+  end
+  local e = setmetatable({ path = path, bits = class == 2 and 64 or 32,
+    endian = data == 1 and "<" or ">" }, Elf)
+  local A = e.bits == 64 and "I8" or "I4"   -- addresses and offsets
+  e.fmt = {
+    ehdr = e.endian .. "I2I2I4" .. A .. A .. A .. "I4I2I2I2I2I2I2",
+    shdr = e.endian .. (e.bits == 64 and "I4I4I8I8I8I8I4I4I8I8" or "I4I4I4I4I4I4I4I4I4I4"),
+    phdr = e.endian .. (e.bits == 64 and "I4I4I8I8I8I8I8I8" or "I4I4I4I4I4I4I4I4"),
+  }
+  local hdr = read_at(fh, 16, e.bits == 64 and 48 or 36)
+  if not hdr then fh:close() return nil, path .. ": truncated ELF header", 8 end
+  local etype, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
+    shstrndx = string.unpack(e.fmt.ehdr, hdr)
+  e.type, e.machine = etype, machine
+
+  e.segments = {}
+  for i = 0, phnum - 1 do
+    local ph = read_at(fh, phoff + i * phentsize, phentsize)
+    if ph then
+      local p = {}
+      if e.bits == 64 then
+        p.type, p.flags, p.offset, p.vaddr, _, p.filesz, p.memsz = string.unpack(e.fmt.phdr, ph)
+      else
+        p.type, p.offset, p.vaddr, _, p.filesz, p.memsz, p.flags = string.unpack(e.fmt.phdr, ph)
+      end
+      e.segments[#e.segments + 1] = p
+    end
+  end
+
+  e.sections = {}
+  for i = 0, shnum - 1 do
+    local sh = read_at(fh, shoff + i * shentsize, shentsize)
+    if sh then
+      local s = {}
+      s.name_off, s.type, s.flags, s.addr, s.offset, s.size, s.link, s.info, _, s.entsize =
+        string.unpack(e.fmt.shdr, sh)
+      e.sections[i] = s
+    end
+  end
+  local names = e.sections[shstrndx]
+  local strtab = names and read_at(fh, names.offset, names.size) or ""
+  for i = 0, shnum - 1 do
+    local s = e.sections[i]
+    if s then
+      s.name = strtab:match("^[^%z]*", s.name_off + 1)
+    end
+  end
+  e.fh = fh
+  local ok, msg = pcall(e.load_symbols, e)
+  fh:close()
+  e.fh = nil
+  if not ok then return nil, path .. ": " .. tostring(msg), 8 end
+  return e
+end
+
+-- Reads .symtab and .dynsym into e.symbols (name -> list of symbols).
+function Elf:load_symbols()
+  self.symbols = {}
+  local symsize = self.bits == 64 and 24 or 16
+  for _, s in pairs(self.sections) do
+    if (s.type == SHT_SYMTAB or s.type == SHT_DYNSYM) and s.size > 0 then
+      local link = self.sections[s.link]
+      local strs = link and read_at(self.fh, link.offset, link.size) or ""
+      local body = read_at(self.fh, s.offset, s.size) or ""
+      local from = s.type == SHT_DYNSYM and "dynsym" or "symtab"
+      for pos = 1, #body - symsize + 1, symsize do
+        local name_off, info, shndx, value, size
+        if self.bits == 64 then
+          name_off, info, _, shndx, value, size = string.unpack(self.endian .. "I4BBI2I8I8", body, pos)
+        else
+          name_off, value, size, info, _, shndx = string.unpack(self.endian .. "I4I4I4BBI2", body, pos)
+        end
+        if name_off ~= 0 and shndx ~= 0 then
+          local name = strs:match("^[^%z]*", name_off + 1)
+          if name and name ~= "" then
+            local list = self.symbols[name]
+            if not list then list = {}; self.symbols[name] = list end
+            list[#list + 1] = { name = name, value = value, size = size,
+              type = STT[info & 0xf] or (info & 0xf), bind = STB[info >> 4] or (info >> 4),
+              from = from, section = shndx }
+          end
+        end
+      end
+    end
+  end
+end
+
+-- The file offset of virtual address `vaddr`, from the loadable segments.
+function Elf:offset_of(vaddr)
+  for _, p in ipairs(self.segments) do
+    if p.type == PT_LOAD and vaddr >= p.vaddr and vaddr < p.vaddr + p.filesz then
+      return vaddr - p.vaddr + p.offset
+    end
+  end
+end
+
+local rank = { global = 1, weak = 2, unique = 3, ["local"] = 4 }
+
+-- The symbol called `name` (functions before other kinds, global before
+-- weak before local), with its file offset; or nil and a message.
+function Elf:symbol(name)
+  local list = self.symbols[name]
+  if not list then
+    -- versioned names ("getenv@@GLIBC_2.2.5") are looked up without the version
+    local base = name:match("^([^@]+)@")
+    list = base and self.symbols[base]
+  end
+  if not list then return nil, ("%s has no symbol '%s'"):format(self.path, name) end
+  local best
+  for _, s in ipairs(list) do
+    local function score(x)
+      return (x.type == "func" and 0 or x.type == "ifunc" and 1 or 2) * 10 + (rank[x.bind] or 5)
+    end
+    if not best or score(s) < score(best) then best = s end
+  end
+  local sym = {}
+  for k, v in pairs(best) do sym[k] = v end
+  sym.offset = self:offset_of(sym.value)
+  if not sym.offset then
+    return nil, ("%s: symbol '%s' (0x%x) is in no loadable segment"):format(self.path, name, sym.value)
+  end
+  return sym
+end
+
+-- Every symbol name, sorted (for suggestions).
+function Elf:names()
+  local out = {}
+  for name in pairs(self.symbols) do out[#out + 1] = name end
+  table.sort(out)
+  return out
+end
+
+return M

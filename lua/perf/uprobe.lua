@@ -1,0 +1,178 @@
+-- perf.uprobe: count or sample the calls (or returns) of a function in a
+-- binary or library, through the uprobe PMU.
+--
+--   local ev = perf.uprobe("libc.so.6", "getenv")            -- calls
+--   local ev = perf.uprobe("/usr/bin/lua5.4", "luaV_execute", { ret = true })
+--   local ev = perf.uprobe("/bin/true", 0x2590)              -- a file offset
+--
+-- The uprobe PMU takes the path of the file (config1) and the file offset
+-- of the instruction (config2); `config` has the retprobe bit. A symbol is
+-- placed with the ELF symbol tables; "sym+0x10" adds an offset. A binary
+-- named without a '/' is looked up among the files mapped into this
+-- process ("libc.so.6", or just "libc"), then in PATH.
+--
+-- opts: ret (probe returns instead of calls), ref_ctr_offset (an SDT
+-- semaphore), plus target fields (pid, cpu, group, cgroup, flags) and attr
+-- fields (sample_type, sample_period, ...). Hits are sampled one by one
+-- (sample_period = 1) unless the attr says otherwise.
+
+local elf = require "perf.elf"
+local pmus = require "perf.pmu"
+local fs = require "perf.fs"
+local nearest = require "perf.nearest"
+
+local M = {}
+
+local TARGET_KEYS = { pid = true, cpu = true, group = true, cgroup = true, flags = true }
+local OWN_KEYS = { ret = true, ref_ctr_offset = true }
+
+-- Files mapped into this process, from /proc/self/maps.
+local function mapped_files()
+  local out, seen = {}, {}
+  for line in (fs.read("/proc/self/maps") or ""):gmatch("[^\n]+") do
+    local path = line:match("%s(/%S+)$")
+    if path and not seen[path] then
+      seen[path] = true
+      out[#out + 1] = path
+    end
+  end
+  return out
+end
+
+-- The path of `binary`: a path as given, a mapped file by its base name
+-- (exact, or followed by '.' or '-'), or a program in PATH.
+function M.find_binary(binary)
+  if binary:find("/", 1, true) then
+    if fs.exists(binary) then return binary end
+    return nil, ("no file %s"):format(binary)
+  end
+  local pat = "^" .. binary:gsub("%p", "%%%0")
+  local files = mapped_files()
+  for _, exact in ipairs { true, false } do
+    for _, path in ipairs(files) do
+      local base = path:match("[^/]+$")
+      if base == binary or (not exact and (base:match(pat .. "%.") or base:match(pat .. "%-"))) then
+        return path
+      end
+    end
+  end
+  for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    local p = dir .. "/" .. binary
+    if fs.exists(p) then return p end
+  end
+  local bases = {}
+  for _, path in ipairs(files) do bases[#bases + 1] = path:match("[^/]+$") end
+  return nil, ("no binary '%s' mapped in this process or in PATH%s"):format(binary,
+    nearest.hint(binary, bases))
+end
+
+-- The file offset, within `path`, of the code an IFUNC symbol resolved to
+-- in this process (dlsym gives its address, /proc/self/maps its file).
+function M.ifunc_target(perf, path, sym)
+  local addr = perf.symbol(sym, path)
+  if not addr then return nil end
+  for line in (fs.read("/proc/self/maps") or ""):gmatch("[^\n]+") do
+    local lo, hi, off, file = line:match("^(%x+)%-(%x+)%s+%S+%s+(%x+)%s+%S+%s+%d+%s+(%S+)")
+    if lo then
+      lo, hi, off = tonumber(lo, 16), tonumber(hi, 16), tonumber(off, 16)
+      if addr >= lo and addr < hi then
+        -- the same library, perhaps reached through another directory
+        if file:match("[^/]+$") ~= path:match("[^/]+$") then return nil end
+        return addr - lo + off
+      end
+    end
+  end
+end
+
+-- Builds the attr and target of a uprobe. Raises on misuse; returns nil,
+-- message, errno when the binary, the symbol or the uprobe PMU is missing.
+function M.attr(perf, binary, where, opts)
+  opts = opts or {}
+  if type(binary) ~= "string" then
+    error(("perf.uprobe: expected the binary's path or name, got %s"):format(type(binary)), 3)
+  end
+  if type(opts) ~= "table" then
+    error(("perf.uprobe: options must be a table, not %s"):format(type(opts)), 3)
+  end
+  local wtype = math.type(where) or type(where)
+  if wtype ~= "integer" and wtype ~= "string" then
+    error(("perf.uprobe: expected a symbol name or a file offset, got %s"):format(wtype), 3)
+  end
+  local p = pmus.find("uprobe")
+  if not p then
+    return nil, "perf.uprobe: this kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)", 2
+  end
+  local path, err = M.find_binary(binary)
+  if not path then return nil, "perf.uprobe: " .. err, 2 end
+
+  local offset, label
+  if wtype == "integer" then
+    if where < 0 then error("perf.uprobe: a file offset cannot be negative", 3) end
+    offset, label = where, ("0x%x"):format(where)
+  else
+    local sym, add = where:match("^(.-)%+(0[xX]%x+)$")
+    if not sym then sym, add = where:match("^(.-)%+(%d+)$") end
+    sym = sym or where
+    add = add and math.tointeger(tonumber(add)) or 0
+    local e, msg, code = elf.open(path)
+    if not e then return nil, "perf.uprobe: " .. msg, code end
+    local s, serr = e:symbol(sym)
+    if not s then
+      return nil, ("perf.uprobe: %s%s"):format(serr, nearest.hint(sym, e:names())), 2
+    end
+    offset, label = s.offset + add, where
+    if s.type == "ifunc" then
+      -- the symbol is a resolver: probe the implementation it chose here
+      local impl = M.ifunc_target(perf, path, sym)
+      if not impl then
+        error(("perf.uprobe: %s in %s is an IFUNC (its code is chosen when the " ..
+          "library loads) and this process has not loaded it: probe the " ..
+          "implementation by name or offset"):format(sym, path), 3)
+      end
+      offset = impl + add
+    end
+  end
+
+  local config = 0
+  if opts.ret then
+    local f = p.format_bits.retprobe
+    if not f then
+      return nil, "perf.uprobe: the uprobe PMU has no retprobe format bit", 95
+    end
+    config = pmus.pack(f, config, 1)
+  end
+  if opts.ref_ctr_offset then
+    local f = p.format_bits.ref_ctr_offset
+    if not f then
+      return nil, "perf.uprobe: this kernel's uprobe PMU has no ref_ctr_offset", 95
+    end
+    local v, perr = pmus.pack(f, config, opts.ref_ctr_offset)
+    if not v then error("perf.uprobe: ref_ctr_offset: " .. perr, 3) end
+    config = v
+  end
+
+  local attr = { type = p.type, config = config, uprobe_path = path,
+    probe_offset = offset, sample_period = 1 }
+  local target
+  for k, v in pairs(opts) do
+    if TARGET_KEYS[k] then
+      target = target or {}
+      target[k] = v
+    elseif not OWN_KEYS[k] then
+      attr[k] = v
+      if k == "sample_freq" then attr.sample_period = nil end
+    end
+  end
+  attr.name = attr.name or ("%s:%s:%s%s"):format(opts.ret and "uretprobe" or "uprobe",
+    path:match("[^/]+$"), label, "")
+  return attr, target
+end
+
+-- perf.uprobe(binary, symbol_or_offset [, opts]) -> ev | nil, msg, errno
+function M.uprobe(perf, binary, where, opts)
+  local attr, target, errno = M.attr(perf, binary, where, opts)
+  if not attr then return nil, target, errno end
+  return perf.open(attr, target)
+end
+
+return M
