@@ -317,12 +317,14 @@ int pl_decode(const unsigned char *p, size_t len, const pl_layout *lay,
   *why = NULL;
   r->p = p;
   r->layout = lay;
+  r->avail = len < 8 ? len : 8;
   if (len < 8) return PL_DECODE_SHORT;
   r->type = pl_u32at(p);
   r->misc = pl_u16at(p + 4);
   r->size = pl_u16at(p + 6);
   if (r->size < 8) return PL_DECODE_SIZE;
   if (r->size > len) return PL_DECODE_SHORT;
+  r->avail = r->size;
   if (!lay || r->type == 0 || r->type >= PL_REC_NTYPES) return PL_DECODE_OK;
 
   cursor c = { p, 8, r->size, NULL };

@@ -189,6 +189,7 @@ typedef struct pl_record {
   uint32_t type;
   uint16_t misc, size;
   const unsigned char *p;       /* the whole record, header included */
+  size_t avail;                 /* bytes of it at p: min(size, span) */
   const pl_layout *layout;      /* as given to pl_decode */
   pl_sid sid;                   /* trailer of a non-sample record */
   int known;                    /* type decoded (else: raw bytes only) */

@@ -1,0 +1,40 @@
+/*
+** record_push.h: a decoded record as a Lua table.
+**
+** A record can be pushed as a fresh table, or written into a table the
+** caller reuses from one record to the next (the fast path: no table is
+** built per record). A reused table is cleared of exactly the keys the
+** previous record set and this one does not: the pusher keeps the set of
+** top-level keys it wrote in a pl_keyset. Nested values (callchain, read,
+** sample_id, ...) are always fresh tables.
+*/
+#ifndef PERF_RECORD_PUSH_H
+#define PERF_RECORD_PUSH_H
+
+#include "lua.h"
+
+#include "decode.h"
+
+#pragma GCC visibility push(hidden)
+
+typedef struct pl_keyset {
+  uint64_t bits[2];
+} pl_keyset;
+
+/*
+** Writes record r into the table at index `t` (a fresh table when t == 0,
+** pushed on the stack; else the table at t, left where it is). `keys` is
+** the reused table's key set (NULL for a fresh table). `status` and `why`
+** are what pl_decode returned: a record that could not be decoded is
+** written with its header fields, `raw` (the whole record) and `error`.
+** A record with no layout is written the same way, with `why` saying why.
+*/
+void pl_record_push(lua_State *L, const pl_record *r, int status,
+                    const char *why, int t, pl_keyset *keys);
+
+/* Pushes the Lua table for a struct read_format. */
+void pl_readv_push(lua_State *L, const pl_readv *rv);
+
+#pragma GCC visibility pop
+
+#endif

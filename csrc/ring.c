@@ -1,0 +1,589 @@
+/*
+** ring.c: ev:mmap and the perf.ring handle (poll, lost, pending, attach,
+** raw, close). The record iterators live in ring_iter.c.
+**
+** Ordering, as include/uapi/linux/perf_event.h asks: data_head is loaded
+** with acquire ordering, the records up to it are read and turned into Lua
+** values, and only then is data_tail stored with release ordering, so the
+** kernel never overwrites a record that is still being read.
+*/
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+/* ---- the process id, kept current across fork ---- */
+
+static pid_t self_pid;
+
+static void after_fork_child(void) {
+  self_pid = getpid();
+}
+
+pid_t pl_self(void) {
+  return self_pid;
+}
+
+/* ---- the handle ---- */
+
+pl_ring *pl_to_ring(lua_State *L, int idx) {
+  return (pl_ring *)luaL_checkudata(L, idx, PL_RING_MT);
+}
+
+pl_ring *pl_check_ring(lua_State *L, int idx) {
+  pl_ring *r = pl_to_ring(L, idx);
+  if (!r->base) luaL_error(L, "attempt to use a closed perf ring");
+  if (r->owner != pl_self())
+    luaL_error(L, "perf ring used in a forked child (mapped by pid %d): "
+               "only the process that mapped it may consume it", (int)r->owner);
+  return r;
+}
+
+/* Frees what the ring owns; safe to call twice, never raises. */
+static void ring_release(pl_ring *r) {
+  if (r->base) {
+    if (r->maplen) munmap(r->base, r->maplen);
+    else free(r->base);
+  }
+  r->base = NULL;
+  r->meta = NULL;
+  free(r->layouts);
+  r->layouts = NULL;
+  r->nlayouts = 0;
+  free(r->rb.scratch);
+  r->rb.scratch = NULL;
+  r->fd = -1;
+}
+
+static int rb_close(lua_State *L) {
+  ring_release(pl_to_ring(L, 1));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int rb_gc(lua_State *L) {
+  ring_release(pl_to_ring(L, 1));
+  return 0;
+}
+
+static uint64_t ring_pending(const pl_ring *r) {
+  if (r->backward) return pl_rbuf_backward_extent(&r->rb, pl_ring_head(r));
+  return pl_ring_head(r) - pl_ring_tail(r);
+}
+
+static int rb_tostring(lua_State *L) {
+  pl_ring *r = pl_to_ring(L, 1);
+  if (!r->base) {
+    lua_pushliteral(L, "perf.ring (closed)");
+    return 1;
+  }
+  const char *name = "bytes";
+  if (lua_getiuservalue(L, 1, 1) == LUA_TUSERDATA &&
+      lua_getiuservalue(L, -1, 1) == LUA_TSTRING)
+    name = lua_tostring(L, -1);
+  if (r->fd < 0)
+    lua_pushfstring(L, "perf.ring (%d bytes, %d pending)", (int)r->rb.size,
+                    (int)ring_pending(r));
+  else
+    lua_pushfstring(L, "perf.ring \"%s\" (fd %d, %d pages%s, %I bytes pending, %I lost)",
+                    name, r->fd, (int)r->pages,
+                    r->backward ? ", overwrite" : "",
+                    (lua_Integer)ring_pending(r), (lua_Integer)r->lost);
+  return 1;
+}
+
+/* ---- layouts ---- */
+
+static int event_id(pl_event *ev, uint64_t *id) {
+  if (ev->id == 0) {
+    uint64_t v = 0;
+    if (ioctl(ev->fd, PERF_EVENT_IOC_ID, &v) < 0) return errno;
+    ev->id = v;
+  }
+  *id = ev->id;
+  return 0;
+}
+
+static void layout_from_event(const pl_event *ev, pl_layout *l) {
+  memset(l, 0, sizeof *l);
+  l->sample_type = ev->attr.sample_type;
+  l->read_format = ev->attr.read_format;
+  l->branch_sample_type = ev->attr.branch_sample_type;
+  l->regs_user = ev->attr.sample_regs_user;
+  l->regs_intr = ev->attr.sample_regs_intr;
+  l->sample_id_all = (int)PL_HAS(&ev->attr, PL_FLAG_SAMPLE_ID_ALL);
+  l->id = ev->id;
+}
+
+/* Adds a layout; raises (leaving the ring as it was) if the events could
+** no longer be told apart. */
+static void ring_add_layout(lua_State *L, pl_ring *r, const pl_layout *l) {
+  if (r->nlayouts >= PL_RING_MAXLAYOUTS)
+    luaL_error(L, "too many events share this ring (at most %d)", PL_RING_MAXLAYOUTS);
+  pl_layout *v = realloc(r->layouts, (r->nlayouts + 1) * sizeof *v);
+  if (!v) luaL_error(L, "not enough memory");
+  r->layouts = v;
+  v[r->nlayouts] = *l;
+  pl_layouts set;
+  const char *why;
+  if (pl_layouts_init(&set, v, r->nlayouts + 1, &why) != 0)
+    luaL_error(L, "%s", why);
+  r->nlayouts++;
+  r->set = set;
+}
+
+/* ---- the event's extension table (event uv3) ---- */
+
+void pl_event_ext(lua_State *L, int evidx) {
+  evidx = lua_absindex(L, evidx);
+  if (lua_getiuservalue(L, evidx, 3) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, evidx, 3);
+  }
+}
+
+/* ---- ev:mmap([pages]) ---- */
+
+static size_t page_size(void) {
+  long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? (size_t)p : 4096;
+}
+
+static long read_sysctl(const char *path) {
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  if (f) {
+    if (fscanf(f, "%ld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+static const char *mmap_hint(int err, const pl_event *ev, size_t pages,
+                             char *buf, size_t len) {
+  switch (err) {
+  case EINVAL:
+    if (PL_HAS(&ev->attr, PL_FLAG_INHERIT) && ev->cpu == -1)
+      return "an inherited per-task event on cpu -1 cannot be mapped: open one "
+             "event per CPU (perf.cpus.open) as perf record does";
+    return "the event's output is redirected elsewhere (set_output), or it is "
+           "already mapped with another size";
+  case EPERM: {
+    long kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb");
+    size_t fit = 1;
+    if (kb > 0)
+      while ((fit * 2 + 1) * page_size() <= (size_t)kb * 1024) fit *= 2;
+    snprintf(buf, len, "%zu data pages exceed the locked-memory allowance "
+             "(perf_event_mlock_kb = %ld KiB per user, plus RLIMIT_MEMLOCK): "
+             "use at most %zu pages, or raise /proc/sys/kernel/perf_event_mlock_kb",
+             pages, kb, fit);
+    return buf;
+  }
+  case ENOMEM:
+    snprintf(buf, len, "not enough memory for %zu pages: use fewer", pages);
+    return buf;
+  case EBADF:
+    return "the event is closed";
+  }
+  return NULL;
+}
+
+static int ev_mmap(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  lua_Integer pages = luaL_optinteger(L, 2, 8);
+  if (pages < 1 || (pages & (pages - 1)) != 0 || pages > (1 << 24))
+    return luaL_argerror(L, 2, lua_pushfstring(L,
+        "pages must be a power of two (1, 2, 4, 8, ...), got %I; the ring "
+        "maps one more page for its header", pages));
+  if (ev->owner != pl_self())
+    return luaL_error(L, "cannot map an event in a forked child");
+
+  /* one ring per event: a second consumer would corrupt data_tail */
+  pl_event_ext(L, 1);
+  if (lua_getfield(L, -1, "ring") == LUA_TUSERDATA) {
+    pl_ring *old = pl_to_ring(L, -1);
+    if (old->base)
+      return luaL_error(L, "this event already has a ring buffer (%s); "
+                        "close it first", luaL_tolstring(L, -1, NULL));
+  }
+  lua_pop(L, 1);
+  /* a mapping made for ev:userpage() would pin the size: drop it */
+  if (lua_getfield(L, -1, "userpage") == LUA_TUSERDATA)
+    pl_userpage_unmap(L, -1);
+  lua_pop(L, 2);
+
+  uint64_t id;
+  int err = event_id(ev, &id);
+  if (err) return pl_fail(L, err, "mmap: PERF_EVENT_IOC_ID", NULL);
+
+  pl_ring *r = lua_newuserdatauv(L, sizeof *r, 2);
+  memset(r, 0, sizeof *r);
+  r->fd = -1;
+  luaL_setmetatable(L, PL_RING_MT);
+  r->rb.scratch = malloc(PL_RBUF_SCRATCH);
+  r->layouts = NULL;
+  if (!r->rb.scratch) return luaL_error(L, "not enough memory");
+  pl_layout l;
+  layout_from_event(ev, &l);
+  ring_add_layout(L, r, &l);
+
+  r->backward = (int)PL_HAS(&ev->attr, PL_FLAG_WRITE_BACKWARD);
+  size_t psz = page_size();
+  size_t len = ((size_t)pages + 1) * psz;
+  /* read-only is overwrite mode: the kernel ignores data_tail */
+  int prot = PROT_READ | (r->backward ? 0 : PROT_WRITE);
+  void *p = mmap(NULL, len, prot, MAP_SHARED, ev->fd, 0);
+  if (p == MAP_FAILED) {
+    err = errno;
+    char buf[320];
+    const char *hint = mmap_hint(err, ev, (size_t)pages, buf, sizeof buf);
+    char what[64];
+    snprintf(what, sizeof what, "mmap %lld pages", (long long)pages);
+    return pl_fail(L, err, what, hint);
+  }
+  r->base = p;
+  r->maplen = len;
+  r->meta = p;
+  r->pages = (size_t)pages;
+  /* data_offset/data_size are set by kernels since 4.1; fall back to the
+  ** page after the header */
+  uint64_t off = r->meta->data_offset ? r->meta->data_offset : psz;
+  uint64_t size = r->meta->data_size ? r->meta->data_size : (uint64_t)pages * psz;
+  r->rb.data = (unsigned char *)p + off;
+  r->rb.size = size;
+  r->fd = ev->fd;
+  r->owner = pl_self();
+
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  pl_event_ext(L, 1);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "ring");
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* ---- perf.core.stream(bytes, layout...) ---- */
+
+int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
+                       size_t n) {
+  size_t len;
+  const char *s = luaL_checklstring(L, bytes_idx, &len);
+  pl_ring *r = lua_newuserdatauv(L, sizeof *r, 2);
+  memset(r, 0, sizeof *r);
+  r->fd = -1;
+  luaL_setmetatable(L, PL_RING_MT);
+  uint64_t size = 64;
+  while (size < len) size *= 2;
+  r->rb.scratch = malloc(PL_RBUF_SCRATCH);
+  unsigned char *copy = calloc(1, (size_t)size);
+  if (!r->rb.scratch || !copy) {
+    free(copy);
+    return luaL_error(L, "not enough memory");
+  }
+  memcpy(copy, s, len);
+  r->base = copy;
+  r->maplen = 0;
+  r->meta = &r->own;
+  r->own.data_head = len;
+  r->own.data_tail = 0;
+  r->rb.data = copy;
+  r->rb.size = size;
+  r->owner = pl_self();
+  for (size_t i = 0; i < n; i++) ring_add_layout(L, r, &lays[i]);
+  return 1;
+}
+
+/* ---- rb:attach(ev) ---- */
+
+static int rb_attach(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  pl_event *ev = pl_check_event(L, 2);
+  if (r->fd < 0) return luaL_error(L, "this ring is not mapped from an event");
+  if (ev->fd == r->fd) return luaL_argerror(L, 2, "the ring's own event");
+  uint64_t id;
+  int err = event_id(ev, &id);
+  if (err) return pl_fail(L, err, "attach: PERF_EVENT_IOC_ID", NULL);
+  pl_layout l;
+  layout_from_event(ev, &l);
+  size_t before = r->nlayouts;
+  ring_add_layout(L, r, &l);       /* raises if ids could not be told apart */
+  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
+    err = errno;
+    r->nlayouts = before;
+    const char *why;
+    pl_layouts_init(&r->set, r->layouts, r->nlayouts, &why);
+    return pl_fail(L, err, "attach: PERF_EVENT_IOC_SET_OUTPUT",
+                   err == EINVAL ? "both events must be on the same CPU (or "
+                   "the same task when cpu is -1) and use the same clock" : NULL);
+  }
+  if (lua_getiuservalue(L, 1, 2) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, 1, 2);
+  }
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ---- reading ---- */
+
+int pl_ring_read(lua_State *L, pl_ring *r, uint64_t head, pl_record *rec,
+                 int *status, const char **why) {
+  uint64_t tail = pl_ring_tail(r);
+  const unsigned char *p;
+  size_t len;
+  int rc = pl_rbuf_next(&r->rb, head, tail, &p, &len);
+  if (rc == PL_RBUF_EMPTY) return 0;
+  if (rc < 0) {
+    /* nothing after a bad header can be framed: skip what is published */
+    pl_ring_set_tail(r, head);
+    return luaL_error(L, "perf ring: %s (at byte %I, size %I); the unread "
+                      "%I bytes were discarded", pl_rbuf_strerror(rc),
+                      (lua_Integer)tail, (lua_Integer)len,
+                      (lua_Integer)(head - tail));
+  }
+  const char *lwhy = NULL, *dwhy = NULL;
+  const pl_layout *lay = pl_layouts_find(&r->set, p, len, &lwhy);
+  *status = pl_decode(p, len, lay, rec, &dwhy);
+  *why = dwhy ? dwhy : lwhy;
+  return 1;
+}
+
+void pl_ring_consume(pl_ring *r, const pl_record *rec) {
+  /* lost counts come from the fixed bodies, whatever the layout */
+  if (rec->type == PL_REC_LOST && rec->avail >= 24)
+    r->lost += pl_u64at(rec->p + 16);
+  else if (rec->type == PL_REC_LOST_SAMPLES && rec->avail >= 16)
+    r->lost_samples += pl_u64at(rec->p + 8);
+  r->records++;
+  pl_ring_set_tail(r, pl_ring_tail(r) + rec->size);
+}
+
+/* rb:raw() -> the unread bytes as one string, consumed. */
+static int rb_raw(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  if (r->backward) return luaL_error(L, "rb:raw() reads a forward ring; this one is in overwrite mode (use rb:snapshot())");
+  uint64_t head = pl_ring_head(r), tail = pl_ring_tail(r);
+  if (head - tail > r->rb.size) {
+    pl_ring_set_tail(r, head);
+    return luaL_error(L, "perf ring: %s", pl_rbuf_strerror(PL_RBUF_ESYNC));
+  }
+  size_t n = (size_t)(head - tail);
+  luaL_Buffer b;
+  char *dst = luaL_buffinitsize(L, &b, n);
+  pl_rbuf_copy(&r->rb, tail, dst, n);
+  luaL_pushresultsize(&b, n);
+  pl_ring_set_tail(r, head);
+  return 1;
+}
+
+/* ---- waiting ---- */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int push_hangup(lua_State *L) {
+  lua_pushnil(L);
+  lua_pushliteral(L, "hangup");
+  return 2;
+}
+
+/* rb:poll([timeout_ms]) -> true | false | nil, "hangup" | nil, msg, errno */
+static int rb_poll(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  lua_Integer timeout = luaL_optinteger(L, 2, -1);
+  if (timeout < -1 || timeout > 0x7fffffff)
+    return luaL_argerror(L, 2, "timeout must be -1 (forever) or 0 .. 2^31-1 ms");
+  if (ring_pending(r) && !r->backward) { lua_pushboolean(L, 1); return 1; }
+  if (r->fd < 0) return push_hangup(L);            /* a byte stream ends */
+  int64_t deadline = timeout >= 0 ? now_ms() + timeout : -1;
+  for (;;) {
+    if (r->hup || pl_signal_exhausted(r->fd)) {
+      r->hup = 1;
+      if (ring_pending(r)) { lua_pushboolean(L, 1); return 1; }
+      return push_hangup(L);
+    }
+    int wait = -1;
+    if (deadline >= 0) {
+      int64_t left = deadline - now_ms();
+      wait = left > 0 ? (int)left : 0;
+    }
+    struct pollfd pfd = { r->fd, POLLIN, 0 };
+    int rc = poll(&pfd, 1, wait);
+    if (rc < 0) {
+      int err = errno;
+      if (err == EINTR) continue;
+      return pl_fail(L, err, "poll", NULL);
+    }
+    if (rc == 0) {
+      if (pl_signal_exhausted(r->fd)) continue;
+      lua_pushboolean(L, 0);
+      return 1;
+    }
+    if (pfd.revents & POLLHUP) { r->hup = 1; continue; }
+    if (pfd.revents & (POLLERR | POLLNVAL))
+      return pl_fail(L, EBADF, "poll", "the event's file is no longer valid");
+    /* POLLIN may come with an empty ring: wait on unless data is there */
+    if (ring_pending(r)) { lua_pushboolean(L, 1); return 1; }
+    if (deadline >= 0 && now_ms() >= deadline) { lua_pushboolean(L, 0); return 1; }
+  }
+}
+
+/* ---- accounting ---- */
+
+/* Sum of PERF_FORMAT_LOST over the events writing here, if they all have it. */
+static int kernel_lost(lua_State *L, pl_ring *r, uint64_t *sum) {
+  *sum = 0;
+  int n = 0;
+  if (lua_getiuservalue(L, 1, 1) == LUA_TUSERDATA) {
+    pl_event *ev = pl_to_event(L, -1);
+    if (!ev || ev->fd < 0 || !(ev->attr.read_format & PERF_FORMAT_LOST)) {
+      lua_pop(L, 1);
+      return 0;
+    }
+    uint64_t v, e, run, lost;
+    if (pl_event_read(ev, &v, &e, &run, &lost) != 0) { lua_pop(L, 1); return 0; }
+    *sum += lost;
+    n++;
+  }
+  lua_pop(L, 1);
+  if (lua_getiuservalue(L, 1, 2) == LUA_TTABLE) {
+    lua_Integer k = (lua_Integer)lua_rawlen(L, -1);
+    for (lua_Integer i = 1; i <= k; i++) {
+      lua_rawgeti(L, -1, i);
+      pl_event *ev = pl_to_event(L, -1);
+      uint64_t v, e, run, lost;
+      if (!ev || ev->fd < 0 || !(ev->attr.read_format & PERF_FORMAT_LOST) ||
+          pl_event_read(ev, &v, &e, &run, &lost) != 0) {
+        lua_pop(L, 2);
+        return 0;
+      }
+      *sum += lost;
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  (void)r;
+  return n > 0;
+}
+
+/* rb:lost() -> sum of PERF_RECORD_LOST, kernel count (PERF_FORMAT_LOST) or
+** nil, sum of PERF_RECORD_LOST_SAMPLES */
+static int rb_lost(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  uint64_t k;
+  lua_pushinteger(L, (lua_Integer)r->lost);
+  if (kernel_lost(L, r, &k)) lua_pushinteger(L, (lua_Integer)k);
+  else lua_pushnil(L);
+  lua_pushinteger(L, (lua_Integer)r->lost_samples);
+  return 3;
+}
+
+static int rb_pending(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  lua_pushinteger(L, (lua_Integer)ring_pending(r));
+  return 1;
+}
+
+/* rb:stats() -> table: records consumed, lost, size, pages, head, tail */
+static int rb_stats(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  lua_createtable(L, 0, 8);
+  lua_pushinteger(L, (lua_Integer)r->records); lua_setfield(L, -2, "records");
+  lua_pushinteger(L, (lua_Integer)r->lost); lua_setfield(L, -2, "lost");
+  lua_pushinteger(L, (lua_Integer)r->lost_samples); lua_setfield(L, -2, "lost_samples");
+  lua_pushinteger(L, (lua_Integer)r->rb.size); lua_setfield(L, -2, "size");
+  lua_pushinteger(L, (lua_Integer)r->pages); lua_setfield(L, -2, "pages");
+  lua_pushinteger(L, (lua_Integer)pl_ring_head(r)); lua_setfield(L, -2, "head");
+  lua_pushinteger(L, (lua_Integer)pl_ring_tail(r)); lua_setfield(L, -2, "tail");
+  lua_pushboolean(L, r->backward); lua_setfield(L, -2, "overwrite");
+  return 1;
+}
+
+/* rb:event() -> the perf.event it maps (nil for a byte stream) */
+static int rb_event(lua_State *L) {
+  pl_to_ring(L, 1);
+  lua_getiuservalue(L, 1, 1);
+  return 1;
+}
+
+/* ---- registration ---- */
+
+static const luaL_Reg ring_methods[] = {
+  { "poll", rb_poll },
+  { "lost", rb_lost },
+  { "pending", rb_pending },
+  { "attach", rb_attach },
+  { "raw", rb_raw },
+  { "stats", rb_stats },
+  { "event", rb_event },
+  { "close", rb_close },
+  { NULL, NULL }
+};
+
+static const luaL_Reg ring_meta[] = {
+  { "__gc", rb_gc },
+  { "__close", rb_gc },
+  { "__tostring", rb_tostring },
+  { "__index", NULL },
+  { NULL, NULL }
+};
+
+static const luaL_Reg event_methods[] = {
+  { "mmap", ev_mmap },
+  { NULL, NULL }
+};
+
+void pl_ring_methods(lua_State *L, const luaL_Reg *methods) {
+  luaL_getmetatable(L, PL_RING_MT);
+  lua_getfield(L, -1, "__index");
+  luaL_setfuncs(L, methods, 0);
+  lua_pop(L, 2);
+}
+
+/* Pins this library in memory: it installs an atfork hook and signal
+** handlers, which must not outlive its code when Lua closes the state. */
+static void pin_library(void) {
+  Dl_info info;
+  if (dladdr((void *)pin_library, &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+void pl_open_ring(lua_State *L) {
+  static int once;
+  if (!once) {
+    once = 1;
+    pin_library();
+    self_pid = getpid();
+    pthread_atfork(NULL, NULL, after_fork_child);
+  }
+  if (luaL_newmetatable(L, PL_RING_MT)) {
+    luaL_setfuncs(L, ring_meta, 0);
+    luaL_newlib(L, ring_methods);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  pl_event_methods(L, event_methods);
+  pl_open_ring_iter(L);
+  pl_open_decode(L);
+  pl_open_signal(L);
+  pl_open_userpage(L);
+}

@@ -1,0 +1,246 @@
+/*
+** signal.c: overflow signals, counted in C and read from Lua.
+**
+**   ev:notify([signo]) -> true     deliver a signal on every overflow
+**   ev:overflows() -> n, exhausted  signals counted; POLL_HUP seen
+**
+** An ordinary event is armed with O_ASYNC, F_SETSIG (a realtime signal by
+** default, so overflows queue instead of merging) and F_SETOWN_EX naming
+** the calling thread. The kernel then sends one signal per overflow with
+** si_fd = the event's fd and si_code POLL_IN, or POLL_HUP for the overflow
+** that exhausts an ev:refresh(n) count. An event opened with sigtrap = true
+** instead gets a synchronous SIGTRAP (si_code TRAP_PERF) carrying the
+** attr's sig_data, which is how its slot is found.
+**
+** The handler runs no Lua: it finds the slot by fd (or sig_data) in a
+** fixed table and bumps lock-free atomic counters. Slots belong to a small
+** userdata kept in the event's extension table; its __gc frees the slot.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "ring.h"
+
+#define PL_SIGSLOTS 256
+#define PL_SIGSLOT_MT "perf.sigslot"
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+
+typedef struct sigslot {
+  atomic_int state;             /* 0 free, 1 armed */
+  atomic_int fd;                /* event fd (fasync events) */
+  atomic_int trap;              /* 1: a sigtrap event, matched by sig_data */
+  atomic_int signo;
+  atomic_ulong sig_data;
+  atomic_ulong count;           /* signals for this event */
+  atomic_ulong hup;             /* of which POLL_HUP */
+  atomic_ulong addr;            /* sigtrap: si_addr of the last one */
+} sigslot;
+
+_Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+               "signal counters must be lock-free");
+
+static sigslot slots[PL_SIGSLOTS];
+static atomic_ulong stray;      /* signals no slot claimed */
+static struct sigaction old_trap;
+static unsigned char installed[_NSIG];
+
+/* si_perf_data: the kernel's siginfo has it right after si_addr in the
+** _sigfault part (asm-generic/siginfo.h, _perf._data); glibc may not name
+** it, so it is read by offset. */
+static unsigned long perf_data(const siginfo_t *si) {
+  unsigned long v;
+  memcpy(&v, (const char *)si + offsetof(siginfo_t, si_addr) + sizeof(void *),
+         sizeof v);
+  return v;
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc) {
+  int saved = errno;
+  int matched = 0;
+  if (sig == SIGTRAP && si->si_code == TRAP_PERF) {
+    unsigned long data = perf_data(si);
+    for (int i = 0; i < PL_SIGSLOTS && !matched; i++) {
+      sigslot *s = &slots[i];
+      if (atomic_load(&s->state) == 1 && atomic_load(&s->trap) &&
+          atomic_load(&s->sig_data) == data) {
+        atomic_fetch_add(&s->count, 1);
+        atomic_store(&s->addr, (unsigned long)si->si_addr);
+        matched = 1;
+      }
+    }
+  } else if (sig != SIGTRAP) {
+    for (int i = 0; i < PL_SIGSLOTS && !matched; i++) {
+      sigslot *s = &slots[i];
+      if (atomic_load(&s->state) == 1 && !atomic_load(&s->trap) &&
+          atomic_load(&s->fd) == si->si_fd && atomic_load(&s->signo) == sig) {
+        atomic_fetch_add(&s->count, 1);
+        if (si->si_code == POLL_HUP) atomic_fetch_add(&s->hup, 1);
+        matched = 1;
+      }
+    }
+  } else {
+    /* a SIGTRAP that is not ours (a debugger, int3): hand it on */
+    if (old_trap.sa_flags & SA_SIGINFO) {
+      if (old_trap.sa_sigaction) old_trap.sa_sigaction(sig, si, uc);
+    } else if (old_trap.sa_handler == SIG_DFL) {
+      signal(SIGTRAP, SIG_DFL);
+      raise(SIGTRAP);
+    } else if (old_trap.sa_handler != SIG_IGN && old_trap.sa_handler) {
+      old_trap.sa_handler(sig);
+    }
+    matched = 1;
+  }
+  if (!matched) atomic_fetch_add(&stray, 1);
+  errno = saved;
+}
+
+static int install(int signo) {
+  if (signo <= 0 || signo >= _NSIG) return EINVAL;
+  if (installed[signo]) return 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(signo, &sa, signo == SIGTRAP ? &old_trap : NULL) < 0) return errno;
+  installed[signo] = 1;
+  return 0;
+}
+
+int pl_signal_exhausted(int fd) {
+  for (int i = 0; i < PL_SIGSLOTS; i++) {
+    sigslot *s = &slots[i];
+    if (atomic_load(&s->state) == 1 && !atomic_load(&s->trap) &&
+        atomic_load(&s->fd) == fd)
+      return atomic_load(&s->hup) > 0;
+  }
+  return 0;
+}
+
+/* ---- the slot handle (event ext "sigslot") ---- */
+
+typedef struct slot_ref {
+  int index;                    /* -1 once released */
+} slot_ref;
+
+static int slot_gc(lua_State *L) {
+  slot_ref *ref = luaL_checkudata(L, 1, PL_SIGSLOT_MT);
+  if (ref->index >= 0) atomic_store(&slots[ref->index].state, 0);
+  ref->index = -1;
+  return 0;
+}
+
+/* The event's slot, or NULL. Leaves nothing on the stack. */
+static sigslot *event_slot(lua_State *L, int evidx) {
+  pl_event_ext(L, evidx);
+  sigslot *s = NULL;
+  if (lua_getfield(L, -1, "sigslot") == LUA_TUSERDATA) {
+    slot_ref *ref = luaL_checkudata(L, -1, PL_SIGSLOT_MT);
+    if (ref->index >= 0) s = &slots[ref->index];
+  }
+  lua_pop(L, 2);
+  return s;
+}
+
+static pid_t thread_id(void) {
+  return (pid_t)syscall(SYS_gettid);
+}
+
+/* ev:notify([signo]) */
+static int ev_notify(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  int trap = (int)PL_HAS(&ev->attr, PL_FLAG_SIGTRAP);
+  lua_Integer signo = luaL_optinteger(L, 2, trap ? SIGTRAP : SIGRTMIN + 1);
+  if (trap && signo != SIGTRAP)
+    return luaL_argerror(L, 2, "a sigtrap event always signals SIGTRAP");
+  if (!trap && (signo < 1 || signo >= _NSIG || signo == SIGKILL ||
+                signo == SIGSTOP || signo == SIGTRAP))
+    return luaL_argerror(L, 2, "not a usable signal number");
+
+  sigslot *s = event_slot(L, 1);
+  if (!s) {
+    int i;
+    int fd = ev->fd;
+    /* a slot still naming this fd belonged to an event since closed */
+    for (i = 0; i < PL_SIGSLOTS; i++)
+      if (atomic_load(&slots[i].state) == 1 && !atomic_load(&slots[i].trap) &&
+          atomic_load(&slots[i].fd) == fd)
+        atomic_store(&slots[i].fd, -1);
+    for (i = 0; i < PL_SIGSLOTS; i++) {
+      int expect = 0;
+      if (atomic_compare_exchange_strong(&slots[i].state, &expect, 2)) break;
+    }
+    if (i == PL_SIGSLOTS)
+      return luaL_error(L, "too many events with overflow signals (at most %d)",
+                        PL_SIGSLOTS);
+    s = &slots[i];
+    atomic_store(&s->count, 0);
+    atomic_store(&s->hup, 0);
+    atomic_store(&s->addr, 0);
+    slot_ref *ref = lua_newuserdatauv(L, sizeof *ref, 0);
+    ref->index = i;
+    luaL_setmetatable(L, PL_SIGSLOT_MT);
+    pl_event_ext(L, 1);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "sigslot");
+    lua_pop(L, 2);
+  }
+  atomic_store(&s->fd, ev->fd);
+  atomic_store(&s->trap, trap);
+  atomic_store(&s->signo, (int)signo);
+  atomic_store(&s->sig_data, (unsigned long)ev->attr.sig_data);
+  atomic_store(&s->state, 1);
+
+  int err = install((int)signo);
+  if (err) return pl_fail(L, err, "notify: sigaction", NULL);
+  if (trap) { lua_pushboolean(L, 1); return 1; }
+
+  struct f_owner_ex owner = { F_OWNER_TID, thread_id() };
+  int fl = fcntl(ev->fd, F_GETFL);
+  if (fl < 0 || fcntl(ev->fd, F_SETOWN_EX, &owner) < 0 ||
+      fcntl(ev->fd, F_SETSIG, (int)signo) < 0 ||
+      fcntl(ev->fd, F_SETFL, fl | O_ASYNC) < 0) {
+    err = errno;
+    return pl_fail(L, err, "notify: fcntl", NULL);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ev:overflows() -> signals counted, true if the refresh count ran out
+** (POLL_HUP), and for a sigtrap event the si_addr of the last one */
+static int ev_overflows(lua_State *L) {
+  pl_check_event(L, 1);
+  sigslot *s = event_slot(L, 1);
+  if (!s) return luaL_error(L, "overflow signals are not on for this event: call ev:notify() first");
+  lua_pushinteger(L, (lua_Integer)atomic_load(&s->count));
+  lua_pushboolean(L, atomic_load(&s->hup) > 0);
+  if (atomic_load(&s->trap)) {
+    lua_pushinteger(L, (lua_Integer)atomic_load(&s->addr));
+    return 3;
+  }
+  return 2;
+}
+
+static const luaL_Reg event_methods[] = {
+  { "notify", ev_notify },
+  { "overflows", ev_overflows },
+  { NULL, NULL }
+};
+
+void pl_open_signal(lua_State *L) {
+  if (luaL_newmetatable(L, PL_SIGSLOT_MT)) {
+    lua_pushcfunction(L, slot_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
+  pl_event_methods(L, event_methods);
+}
