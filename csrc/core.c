@@ -11,6 +11,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_event(L);
   pl_open_util(L);
   pl_open_consts(L);
+  pl_open_ring(L);
   lua_pushliteral(L, "0.1");
   lua_setfield(L, -2, "version");
   return 1;

@@ -103,6 +103,15 @@ void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
 void pl_open_consts(lua_State *L);
 
+/* ---- ring buffer, signals, userpage (ring.c and its neighbours) ---- */
+/* Pushes the event's extension table, event uv3, made on first use: the
+** files that extend events keep their per-event Lua values there, each
+** under its own key ("ring", "userpage", "sigslot"). */
+void pl_event_ext(lua_State *L, int evidx);
+/* Adds ev:mmap, the perf.ring type, perf.core.decode/stream/merge,
+** ev:notify/overflows and ev:userpage/userread. */
+void pl_open_ring(lua_State *L);
+
 #pragma GCC visibility pop
 
 #endif

@@ -406,45 +406,89 @@ static int push_hangup(lua_State *L) {
   return 2;
 }
 
-/* rb:poll([timeout_ms]) -> true | false | nil, "hangup" | nil, msg, errno */
-static int rb_poll(lua_State *L) {
-  pl_ring *r = pl_check_ring(L, 1);
-  lua_Integer timeout = luaL_optinteger(L, 2, -1);
+static int any_pending(pl_ring **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!v[i]->backward && ring_pending(v[i])) return 1;
+  return 0;
+}
+
+/* Latches hangups (POLLHUP earlier, or an exhausted refresh count seen by
+** the overflow signal handler) and returns 1 when every ring has one. */
+static int all_hung_up(pl_ring **v, size_t n) {
+  size_t hung = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i]->fd < 0 || pl_signal_exhausted(v[i]->fd)) v[i]->hup = 1;
+    hung += v[i]->hup != 0;
+  }
+  return hung == n;
+}
+
+#define POLL_MAX 1024
+
+/* Waits until one of the rings has data: true, false on timeout,
+** nil, "hangup" when none can produce more, or nil, msg, errno. */
+static int poll_rings(lua_State *L, pl_ring **v, size_t n, lua_Integer timeout) {
+  struct pollfd pfd[POLL_MAX];
   if (timeout < -1 || timeout > 0x7fffffff)
-    return luaL_argerror(L, 2, "timeout must be -1 (forever) or 0 .. 2^31-1 ms");
-  if (ring_pending(r) && !r->backward) { lua_pushboolean(L, 1); return 1; }
-  if (r->fd < 0) return push_hangup(L);            /* a byte stream ends */
+    return luaL_error(L, "timeout must be -1 (forever) or 0 .. 2^31-1 ms");
   int64_t deadline = timeout >= 0 ? now_ms() + timeout : -1;
   for (;;) {
-    if (r->hup || pl_signal_exhausted(r->fd)) {
-      r->hup = 1;
-      if (ring_pending(r)) { lua_pushboolean(L, 1); return 1; }
-      return push_hangup(L);
-    }
+    if (any_pending(v, n)) { lua_pushboolean(L, 1); return 1; }
+    if (all_hung_up(v, n)) return push_hangup(L);
+    nfds_t k = 0;
+    for (size_t i = 0; i < n; i++)
+      if (!v[i]->hup) {
+        pfd[k].fd = v[i]->fd;
+        pfd[k].events = POLLIN;
+        pfd[k].revents = 0;
+        k++;
+      }
     int wait = -1;
     if (deadline >= 0) {
       int64_t left = deadline - now_ms();
       wait = left > 0 ? (int)left : 0;
     }
-    struct pollfd pfd = { r->fd, POLLIN, 0 };
-    int rc = poll(&pfd, 1, wait);
+    int rc = poll(pfd, k, wait);
     if (rc < 0) {
       int err = errno;
-      if (err == EINTR) continue;
+      if (err == EINTR) continue;   /* e.g. an overflow signal: look again */
       return pl_fail(L, err, "poll", NULL);
     }
-    if (rc == 0) {
-      if (pl_signal_exhausted(r->fd)) continue;
+    for (nfds_t j = 0; j < k; j++) {
+      if (pfd[j].revents & (POLLERR | POLLNVAL))
+        return pl_fail(L, EBADF, "poll", "the event's file is no longer valid");
+      if (pfd[j].revents & POLLHUP)
+        for (size_t i = 0; i < n; i++)
+          if (v[i]->fd == pfd[j].fd) v[i]->hup = 1;
+    }
+    /* POLLIN may come with an empty ring: wait on unless data is there */
+    if (any_pending(v, n)) { lua_pushboolean(L, 1); return 1; }
+    if (rc == 0 || (deadline >= 0 && now_ms() >= deadline)) {
+      if (all_hung_up(v, n)) return push_hangup(L);
       lua_pushboolean(L, 0);
       return 1;
     }
-    if (pfd.revents & POLLHUP) { r->hup = 1; continue; }
-    if (pfd.revents & (POLLERR | POLLNVAL))
-      return pl_fail(L, EBADF, "poll", "the event's file is no longer valid");
-    /* POLLIN may come with an empty ring: wait on unless data is there */
-    if (ring_pending(r)) { lua_pushboolean(L, 1); return 1; }
-    if (deadline >= 0 && now_ms() >= deadline) { lua_pushboolean(L, 0); return 1; }
   }
+}
+
+/* rb:poll([timeout_ms]) -> true | false | nil, "hangup" | nil, msg, errno */
+static int rb_poll(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  return poll_rings(L, &r, 1, luaL_optinteger(L, 2, -1));
+}
+
+/* perf.core.poll(rings [, timeout_ms]): rb:poll over several rings */
+static int l_poll(lua_State *L) {
+  pl_ring *v[POLL_MAX];
+  luaL_checktype(L, 1, LUA_TTABLE);
+  size_t n = (size_t)lua_rawlen(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= POLL_MAX, 1, "1 to 1024 rings expected");
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, (lua_Integer)i + 1);
+    v[i] = pl_check_ring(L, -1);
+    lua_pop(L, 1);
+  }
+  return poll_rings(L, v, n, luaL_optinteger(L, 2, -1));
 }
 
 /* ---- accounting ---- */
@@ -563,7 +607,7 @@ void pl_ring_methods(lua_State *L, const luaL_Reg *methods) {
 ** handlers, which must not outlive its code when Lua closes the state. */
 static void pin_library(void) {
   Dl_info info;
-  if (dladdr((void *)pin_library, &info) && info.dli_fname)
+  if (dladdr(&self_pid, &info) && info.dli_fname)
     dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
@@ -584,6 +628,8 @@ void pl_open_ring(lua_State *L) {
   pl_event_methods(L, event_methods);
   pl_open_ring_iter(L);
   pl_open_decode(L);
+  lua_pushcfunction(L, l_poll);
+  lua_setfield(L, -2, "poll");
   pl_open_signal(L);
   pl_open_userpage(L);
 }

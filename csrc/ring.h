@@ -76,10 +76,6 @@ int pl_ring_read(lua_State *L, pl_ring *r, uint64_t head, pl_record *rec,
                  int *status, const char **why);
 void pl_ring_consume(pl_ring *r, const pl_record *rec);
 
-/* Pushes the event's extension table (event uv3, created on first use):
-** "ring" = its perf.ring, "userpage" = its header-page mapping. */
-void pl_event_ext(lua_State *L, int evidx);
-
 /* Pushes a perf.ring reading a private copy of the string at bytes_idx,
 ** decoded with the n layouts. */
 int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
@@ -94,7 +90,6 @@ void pl_userpage_unmap(lua_State *L, int idx);
 /* 1 if an overflow signal with POLL_HUP arrived for fd (signal.c). */
 int pl_signal_exhausted(int fd);
 
-void pl_open_ring(lua_State *L);
 void pl_open_ring_iter(lua_State *L);
 void pl_open_decode(lua_State *L);
 void pl_open_signal(lua_State *L);
