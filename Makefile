@@ -81,3 +81,31 @@ install: deps
 
 clean:
 	rm -rf build build-asan perf
+
+# ---- ring buffer: decoder fuzzing (libFuzzer, Debian's clang) ----
+# `make fuzz` runs the decoder and ring-walk target for FUZZ_RUNS executions
+# (10 million by default); `make fuzz-short` is the short pass CI runs.
+FUZZ_PKGS  = clang libclang-rt-dev
+FUZZ_CC   ?= clang
+FUZZ_RUNS ?= 10000000
+FUZZ_SRCS  = fuzz/fuzz_decode.c csrc/decode.c csrc/ringbuf.c
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Icsrc \
+             -Wall -Wextra -pedantic -Wmissing-prototypes -Wshadow \
+             -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+.PHONY: fuzz fuzz-short fuzz-deps
+
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps DEBIAN_PKGS="$(FUZZ_PKGS)"
+
+build/fuzz_decode: $(FUZZ_SRCS) csrc/decode.h csrc/ringbuf.h
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS)
+
+fuzz: fuzz-deps
+	$(MAKE) build/fuzz_decode
+	@mkdir -p fuzz/corpus
+	build/fuzz_decode -runs=$(FUZZ_RUNS) -print_final_stats=1 fuzz/corpus fuzz/seeds
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_RUNS=300000

@@ -323,7 +323,7 @@ int pl_decode(const unsigned char *p, size_t len, const pl_layout *lay,
   r->misc = pl_u16at(p + 4);
   r->size = pl_u16at(p + 6);
   if (r->size < 8) return PL_DECODE_SIZE;
-  if (r->size > len) return PL_DECODE_SHORT;
+  if (r->size > len) { r->avail = len; return PL_DECODE_SHORT; }
   r->avail = r->size;
   if (!lay || r->type == 0 || r->type >= PL_REC_NTYPES) return PL_DECODE_OK;
 

@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#pragma GCC visibility push(hidden)
+
 /* record types, enum perf_event_type (6.18) */
 enum {
   PL_REC_MMAP = 1, PL_REC_LOST, PL_REC_COMM, PL_REC_EXIT, PL_REC_THROTTLE,
@@ -306,5 +308,7 @@ int pl_record_id(const pl_layouts *s, const unsigned char *p, size_t len,
 ** layout gives it one without decoding the rest. */
 int pl_record_time(const pl_layout *lay, const unsigned char *p, size_t len,
                    uint64_t *time);
+
+#pragma GCC visibility pop
 
 #endif

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(hidden)
+
 #define PL_RBUF_SCRATCH 65536
 
 typedef struct pl_rbuf {
@@ -57,5 +59,7 @@ void pl_rbuf_copy(const pl_rbuf *rb, uint64_t pos, void *dst, size_t n);
 uint64_t pl_rbuf_backward_extent(const pl_rbuf *rb, uint64_t head);
 
 const char *pl_rbuf_strerror(int code);
+
+#pragma GCC visibility pop
 
 #endif

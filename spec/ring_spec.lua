@@ -1,0 +1,547 @@
+-- The mmap ring buffer against the running kernel: real samples and
+-- records, wrapping, lost accounting, poll, set_output demultiplexing, the
+-- overwrite ring, overflow signals, refusals, lifecycle.
+local perf = require "perf"
+local cpus = require "perf.cpus"
+local H = require "helpers"
+
+local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
+local CLOSE = H.tracepoint_id("syscalls", "sys_enter_close")
+
+local function opens(n)
+  for _ = 1, n do io.open("/dev/null"):close() end
+end
+
+local function self_pid()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = math.tointeger(f:read("n"))
+  f:close()
+  return pid
+end
+local PID = self_pid()
+
+-- an openat tracepoint sampling every hit
+local function tp(fields, extra)
+  local attr = { type = "tracepoint", config = OPENAT, sample_period = 1,
+                 sample_type = fields }
+  for k, v in pairs(extra or {}) do attr[k] = v end
+  return assert(perf.open(attr))
+end
+
+-- bytes of the tracepoint's entry (the raw sample carries it, padded),
+-- from its tracefs format file
+local function entry_size(sys, name)
+  local f = assert(io.open(("/sys/kernel/tracing/events/%s/%s/format"):format(sys, name)))
+  local size = 0
+  for off, sz in f:read("a"):gmatch("offset:(%d+);%s*size:(%d+);") do
+    size = math.max(size, tonumber(off) + tonumber(sz))
+  end
+  f:close()
+  return math.tointeger(size)
+end
+
+describe("ev:mmap", function()
+  it("maps 1 + 2^n pages and refuses other counts", function()
+    local ev = tp({ "tid" })
+    assert.has_error(function() ev:mmap(3) end)
+    assert.has_error(function() ev:mmap(0) end)
+    local ok, err = pcall(ev.mmap, ev, 6)
+    assert.is_false(ok)
+    assert.matches("pages must be a power of two %(1, 2, 4, 8, %.%.%.%), got 6", err)
+    local rb = assert(ev:mmap(2))
+    assert.equal(2 * 4096, rb:stats().size)
+    assert.equal(2, rb:stats().pages)
+    ev:close()
+  end)
+
+  it("defaults to 8 pages", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap())
+    assert.equal(8 * 4096, rb:stats().size)
+    assert.matches('^perf%.ring "tracepoint:%d+" %(fd %d+, 8 pages, 0 bytes pending, 0 lost%)$', tostring(rb))
+    ev:close()
+  end)
+
+  it("explains why an inherited event on cpu -1 cannot be mapped", function()
+    local ev = assert(perf.open { type = "software", config = 1, sample_period = 100000, inherit = true })
+    local msg, errno = H.fails(ev:mmap(1))
+    assert.equal(22, errno)
+    assert.matches("EINVAL%); an inherited per%-task event on cpu %-1 cannot be mapped: open one event per CPU", msg)
+    ev:close()
+  end)
+
+  it("gives one ring per event, and a new one once it is closed", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    assert.has_error(function() ev:mmap(1) end)
+    rb:close()
+    local rb2 = assert(ev:mmap(2))
+    assert.equal(2, rb2:stats().pages)
+    ev:close()
+  end)
+
+  it("says what fits under the locked-memory limit (unprivileged child)", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
+    assert(os.execute(("mkdir -p %s && cp -r lua %s/ && cp -r %sperf %s/ && chmod -R a+rX %s")
+      :format(dir, dir, cpath == "./" and "" or cpath, dir, dir)))
+    local out = H.run_lua([[
+      local perf = require "perf"
+      local ev = assert(perf.open { type = "software", config = 1, sample_period = 100000,
+                                    exclude_kernel = true, exclude_hv = true })
+      local rb, msg, errno = ev:mmap(1024)
+      print(errno, msg)
+      print(ev:mmap(64) and "64 ok")
+    ]], "ulimit -l 0; setpriv --reuid=65534 --regid=65534 --clear-groups", dir)
+    os.execute("rm -rf " .. dir)
+    local errno, msg = out:match("^(%d+)\t(.-)\n")
+    assert.equal("1", errno, out)
+    assert.matches("mmap 1024 pages: Operation not permitted %(EPERM%); 1024 data pages exceed "
+      .. "the locked%-memory allowance %(perf_event_mlock_kb = %d+ KiB per user", msg)
+    assert.matches("use at most %d+ pages", msg)
+    assert.matches("64 ok", out)
+  end)
+end)
+
+describe("samples", function()
+  it("carry every sample_type field this machine produces, as the test knows them", function()
+    local fields = { "identifier", "ip", "tid", "time", "addr", "id", "stream_id", "cpu",
+      "period", "read", "callchain", "raw", "regs_user", "stack_user", "weight", "data_src",
+      "transaction", "regs_intr", "phys_addr", "cgroup", "data_page_size", "code_page_size", "aux" }
+    local ev = tp(fields, { read_format = { "id", "lost", "total_time_enabled" },
+                            sample_regs_user = 0x1ff, sample_regs_intr = 0x100,
+                            sample_stack_user = 64 })
+    local rb = assert(ev:mmap(16))
+    local id = ev:id()
+    local raw_len = entry_size("syscalls", "sys_enter_openat")
+    raw_len = raw_len + 4 + (-(raw_len + 4) % 8) - 4
+    local ncpu = #cpus.online()
+    ev:enable()
+    opens(10)
+    ev:disable()
+    local n, last_time = 0, 0
+    for rec in rb:records() do
+      n = n + 1
+      assert.is_nil(rec.error)
+      assert.equal("sample", rec.type)
+      assert.same({ id, id, id }, { rec.identifier, rec.id, rec.stream_id })
+      assert.is_true(rec.ip > 0)
+      assert.same({ PID, PID }, { rec.pid, rec.tid })
+      assert.is_true(rec.time >= last_time)
+      last_time = rec.time
+      assert.equal(0, rec.addr)
+      assert.is_true(rec.cpu >= 0 and rec.cpu < ncpu)
+      assert.equal(1, rec.period)
+      assert.equal(n, rec.read.value)
+      assert.equal(id, rec.read.id)
+      assert.equal(0, rec.read.lost)
+      assert.equal("user", rec.callchain[1])
+      assert.equal(rec.ip, rec.callchain[2])
+      assert.equal(raw_len, #rec.raw)
+      assert.equal(OPENAT, string.unpack("<I2", rec.raw))
+      assert.equal(-100, string.unpack("<i4", rec.raw, 17))   -- dfd = AT_FDCWD
+      assert.equal(2, rec.regs_user.abi)
+      assert.equal(rec.ip, rec.regs_user.ip)
+      assert.is_true(rec.regs_user.sp > 0)
+      assert.equal(2, rec.regs_intr.abi)
+      assert.equal(64, rec.stack_user.size)
+      assert.equal(64, #rec.stack_user.data)
+      assert.is_true(rec.stack_user.dyn_size <= 64)
+      assert.equal(0, rec.weight)
+      assert.same({ "na" }, rec.mem.op)
+      assert.equal(0, rec.transaction)
+      assert.equal(0, rec.phys_addr)
+      assert.equal("integer", math.type(rec.cgroup))
+      assert.equal(0, rec.data_page_size)
+      assert.equal(4096, rec.code_page_size)     -- written before aux
+      assert.equal("", rec.aux)
+    end
+    assert.equal(10, n)
+    ev:close()
+  end)
+
+  it("come out in a reused table on the fast path", function()
+    local ev = tp({ "ip", "tid", "time", "cpu", "period" })
+    local rb = assert(ev:mmap(4))
+    ev:enable()
+    opens(20)
+    ev:disable()
+    local t, n = {}, 0
+    for rec in rb:records(t) do
+      n = n + 1
+      assert.equal(t, rec)
+      assert.same({ "sample", PID, 1 }, { rec.type, rec.tid, rec.period })
+    end
+    assert.equal(20, n)
+    ev:close()
+  end)
+end)
+
+describe("records", function()
+  it("name a library the test loads (mmap2)", function()
+    local lib = os.tmpname() .. ".so"
+    local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
+    assert(os.execute(("cp %sperf/core.so %s"):format(cpath == "./" and "" or cpath, lib)))
+    local ev = assert(perf.open { type = "software", config = 9, mmap = true, mmap2 = true,
+                                  sample_id_all = true, sample_type = { "tid", "time" } })
+    local rb = assert(ev:mmap(8))
+    ev:enable()
+    assert(package.loadlib(lib, "*"))
+    ev:disable()
+    local found
+    for rec in rb:records() do
+      if rec.type == "mmap2" and rec.filename == lib then found = rec end
+    end
+    os.remove(lib)
+    assert.truthy(found)
+    assert.same({ PID, PID }, { found.pid, found.tid })
+    assert.equal(4, found.prot & 4)                  -- PROT_EXEC
+    assert.is_true(found.len > 0 and found.addr > 0)
+    assert.is_true(found.ino > 0)
+    assert.equal(found.time, found.sample_id.time)
+    ev:close()
+  end)
+
+  it("follow a child the test runs: fork, comm (exec), exit", function()
+    local set = assert(cpus.open({ type = "software", config = 9, task = true, comm = true,
+      inherit = true, sample_id_all = true, sample_type = { "tid", "time", "cpu" } }))
+    assert(set:mmap(4))
+    set:enable()
+    os.execute("exec /bin/true")
+    set:disable()
+    local seen, last = {}, 0
+    for rec in set:records() do
+      assert.is_true(rec.time >= last)           -- merged by time
+      last = rec.time
+      seen[#seen + 1] = rec
+    end
+    local fork, comm, exit
+    for _, r in ipairs(seen) do
+      if r.type == "fork" and r.ppid == PID then fork = r end
+    end
+    assert.truthy(fork)
+    for _, r in ipairs(seen) do
+      if r.type == "comm" and r.pid == fork.pid and r.comm == "true" then comm = r end
+      if r.type == "exit" and r.pid == fork.pid then exit = r end
+    end
+    assert.truthy(comm)
+    assert.is_true(comm.comm_exec)
+    assert.truthy(exit)
+    assert.equal(PID, exit.ppid)
+    assert.is_true(fork.time <= comm.time and comm.time <= exit.time)
+    set:close()
+  end)
+end)
+
+describe("a 1-page ring", function()
+  it("is consumed while wrapping with every record intact", function()
+    local ev = tp({ "tid", "read", "raw" }, { read_format = { "id", "lost" } })
+    local rb = assert(ev:mmap(1))
+    local size = rb:stats().size
+    local expect, wrapped = 1, 0
+    for _ = 1, 25 do
+      ev:enable()
+      opens(30)
+      ev:disable()
+      local before = rb:stats().tail
+      for rec in rb:records() do
+        local after = rb:stats().tail
+        if before % size + (after - before) > size then wrapped = wrapped + 1 end
+        before = after
+        assert.is_nil(rec.error)
+        assert.equal(expect, rec.read.value)
+        assert.equal(OPENAT, string.unpack("<I2", rec.raw))
+        assert.equal(PID, rec.tid)
+        expect = expect + 1
+      end
+    end
+    assert.equal(751, expect)
+    assert.is_true(wrapped > 0, "no record wrapped")
+    local lost, kernel = rb:lost()
+    assert.same({ 0, 0 }, { lost, kernel })
+    ev:close()
+  end)
+end)
+
+describe("lost records", function()
+  it("add up: received + lost = generated, and PERF_RECORD_LOST agrees", function()
+    local ev = tp({ "tid", "read" }, { read_format = { "id", "lost" } })
+    local rb = assert(ev:mmap(1))
+    ev:enable()
+    opens(1000)
+    ev:disable()
+    local received = 0
+    for _ in rb:records() do received = received + 1 end
+    local reported, kernel = rb:lost()
+    assert.is_true(kernel > 0)
+    assert.equal(1000, received + kernel)
+    assert.equal(0, reported)                -- the LOST record waits for room
+    ev:enable()
+    opens(1)
+    ev:disable()
+    local types = {}
+    for rec in rb:records() do
+      types[#types + 1] = rec.type
+      if rec.type == "lost" then assert.equal(kernel, rec.lost) end
+      if rec.type == "sample" then assert.equal(1001, rec.read.value) end
+    end
+    assert.same({ "lost", "sample" }, types)
+    reported, kernel = rb:lost()
+    assert.equal(kernel, reported)
+    assert.equal(1000 - received, rb:stats().lost)
+    ev:close()
+  end)
+end)
+
+describe("rb:poll", function()
+  it("times out with false, and is true when data waits", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    ev:enable()
+    assert.is_false(rb:poll(20))
+    opens(1)
+    assert.is_true(rb:poll(1000))
+    ev:disable()
+    assert.equal(16, rb:pending())
+    for _ in rb:records() do end
+    assert.equal(0, rb:pending())
+    assert.is_false(rb:poll(0))
+    ev:close()
+  end)
+
+  it("reports a hangup when the monitored process exits", function()
+    local p = io.popen("sh -c 'echo $$; exec sleep 0.2'")
+    local pid = math.tointeger(p:read("n"))
+    local ev = assert(perf.open({ type = "software", config = 9, task = true, disabled = false },
+                                { pid = pid }))
+    local rb = assert(ev:mmap(1))
+    local result, types = {}, {}
+    for _ = 1, 50 do
+      result = { rb:poll(5000) }
+      for rec in rb:records() do types[#types + 1] = rec.type end
+      if result[1] == nil then break end
+    end
+    p:close()
+    assert.same({ nil, "hangup" }, result)
+    assert.same({ "exit" }, types)
+    ev:close()
+  end)
+
+  it("reports a hangup when a refresh count runs out (with overflow signals)", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    assert(ev:notify())
+    assert(ev:refresh(3))
+    opens(10)
+    local n, exhausted = ev:overflows()
+    assert.same({ 3, true }, { n, exhausted })
+    assert.is_true(rb:poll(0))
+    local count = 0
+    for _ in rb:records() do count = count + 1 end
+    assert.equal(3, count)
+    assert.same({ nil, "hangup" }, { rb:poll(1000) })
+    ev:close()
+  end)
+end)
+
+describe("set_output", function()
+  it("demultiplexes two events with different sample_types by id", function()
+    local a = tp({ "identifier", "ip", "tid", "period" })
+    local b = assert(perf.open { type = "tracepoint", config = CLOSE, sample_period = 1,
+                                 sample_type = { "identifier", "tid", "time", "raw" } })
+    local rb = assert(a:mmap(4))
+    assert(rb:attach(b))
+    a:enable() b:enable()
+    opens(5)
+    a:disable() b:disable()
+    local na, nb = 0, 0
+    for rec in rb:records() do
+      assert.is_nil(rec.error)
+      if rec.identifier == a:id() then
+        na = na + 1
+        assert.same({ 1, PID }, { rec.period, rec.tid })
+        assert.is_true(rec.ip > 0)
+        assert.is_nil(rec.raw)
+      else
+        nb = nb + 1
+        assert.equal(b:id(), rec.identifier)
+        assert.equal(CLOSE, string.unpack("<I2", rec.raw))
+        assert.is_true(rec.time > 0)
+        assert.is_nil(rec.ip)
+      end
+    end
+    assert.same({ 5, 5 }, { na, nb })
+    a:close() b:close()
+  end)
+
+  it("refuses to attach an event it could not tell apart", function()
+    local a = tp({ "ip", "tid" })
+    local b = assert(perf.open { type = "tracepoint", config = CLOSE, sample_period = 1,
+                                 sample_type = { "tid", "raw" } })
+    local rb = assert(a:mmap(1))
+    local ok, err = pcall(rb.attach, rb, b)
+    assert.is_false(ok)
+    assert.matches('add "identifier" to every sample_type', err)
+    a:close() b:close()
+  end)
+end)
+
+describe("the overwrite ring (write_backward)", function()
+  it("reads the newest records first, and keeps recording after a snapshot", function()
+    local ev = tp({ "tid", "read" }, { write_backward = true, read_format = {} })
+    local rb = assert(ev:mmap(1))
+    assert.has_error(function() rb:records() end)
+    ev:enable()
+    opens(1000)
+    local values = {}
+    for rec in rb:snapshot() do values[#values + 1] = rec.read.value end
+    assert.is_true(#values > 10 and #values < 1000)
+    for i, v in ipairs(values) do assert.equal(1001 - i, v) end
+    opens(10)
+    ev:disable()
+    local first
+    for rec in rb:snapshot() do first = first or rec.read.value end
+    assert.equal(1010, first)
+    ev:close()
+  end)
+end)
+
+describe("overflow signals", function()
+  it("are counted by a C handler, one per overflow", function()
+    local ev = tp({ "tid" })
+    assert.has_error(function() ev:overflows() end)
+    assert(ev:notify())
+    ev:enable()
+    opens(25)
+    ev:disable()
+    assert.same({ 25, false }, { ev:overflows() })
+    ev:close()
+  end)
+
+  it("count sigtrap events with their sig_data", function()
+    local ev = tp({ "tid" }, { sigtrap = true, remove_on_exec = true, sig_data = 0x5eed })
+    local other = tp({ "tid" }, { sigtrap = true, remove_on_exec = true, sig_data = 0x5eef })
+    assert(ev:notify())
+    assert(other:notify())
+    ev:enable()
+    opens(7)
+    ev:disable()
+    local n = ev:overflows()
+    assert.equal(7, n)
+    assert.equal(0, (other:overflows()))
+    ev:close() other:close()
+  end)
+end)
+
+describe("refusals and lifecycle", function()
+  it("refuse a closed ring, and close is idempotent", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    assert.is_true(rb:close())
+    assert.is_true(rb:close())
+    assert.equal("perf.ring (closed)", tostring(rb))
+    for _, m in ipairs { "records", "poll", "lost", "pending", "raw", "stats" } do
+      local ok, err = pcall(rb[m], rb)
+      assert.is_false(ok)
+      assert.matches("attempt to use a closed perf ring", err)
+    end
+    ev:close()
+  end)
+
+  it("raise when the ring closes under a running loop, and after a break", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    ev:enable() opens(3) ev:disable()
+    local f, s, c, closing = rb:records()
+    assert.truthy(f())
+    rb:close()
+    assert.has_error(f, "attempt to use a closed perf ring")
+    do local _ <close> = closing end
+    assert.has_error(f, "attempt to use a closed ring iterator")
+    ev:close()
+  end)
+
+  it("refuse a forked child", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(("mkdir -p %s && cc -shared -fPIC -I/usr/include/lua5.4 -o %s/forker.so spec/fixtures/forker.c")
+      :format(dir, dir)))
+    local forker = package.loadlib(dir .. "/forker.so", "luaopen_forker")()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    ev:enable() opens(2) ev:disable()
+    local out = forker.run(function() for _ in rb:records() do end end)
+    assert.matches("perf ring used in a forked child %(mapped by pid " .. PID .. "%)", out)
+    assert.matches("ok", forker.run(function() rb:close() end))
+    local n = 0
+    for _ in rb:records() do n = n + 1 end
+    assert.equal(2, n)                            -- the parent's ring is intact
+    ev:close()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("keeps its event alive, and releases every fd", function()
+    local before = H.fd_count()
+    do
+      local rb = (function() return assert(tp({ "tid" }):mmap(1)) end)()
+      collectgarbage()
+      collectgarbage()
+      local ev = rb:event()
+      assert.matches("^perf%.event", tostring(ev))
+      ev:enable() opens(2) ev:disable()
+      local n = 0
+      for _ in rb:records() do n = n + 1 end
+      assert.equal(2, n)
+      local rb2 <close> = assert(tp({ "tid" }):mmap(1))
+    end
+    assert.equal(before, H.fd_count())
+  end)
+
+  it("<close> closes the ring", function()
+    local ev = tp({ "tid" })
+    local keep
+    do
+      local rb <close> = assert(ev:mmap(1))
+      keep = rb
+    end
+    assert.equal("perf.ring (closed)", tostring(keep))
+    ev:close()
+  end)
+end)
+
+describe("ev:userpage", function()
+  it("reads the header page under its seqlock", function()
+    local ev = assert(perf.open { type = "software", config = 1 })      -- task-clock
+    local pg = assert(ev:userpage())
+    assert.equal(0, pg.index)
+    assert.is_false(pg.cap_user_rdpmc)
+    assert.equal("integer", math.type(pg.time_enabled))
+    ev:enable()
+    local x = 0
+    for i = 1, 1e5 do x = x + i end
+    local v, en, run, how = ev:userread()
+    ev:disable()
+    assert.equal("read", how)
+    assert.is_true(v > 0 and en > 0 and run > 0)
+    -- the one-page mapping gives way to a ring, whose page then serves
+    local rb = assert(ev:mmap(1))
+    assert.equal(0, ev:userpage().index)
+    rb:close()
+    ev:close()
+  end)
+end)
+
+describe("perf.core.merge", function()
+  it("interleaves rings by time", function()
+    local core = perf.core
+    local lay = { sample_type = { "time" } }
+    local function s(t) return string.pack("<I4I2I2i8", 9, 0, 16, t) end
+    local a = core.stream(s(1) .. s(4) .. s(5) .. s(9), lay)
+    local b = core.stream(s(2) .. s(3) .. s(6) .. s(7) .. s(8), lay)
+    local times = {}
+    for rec in core.merge({ a, b }) do times[#times + 1] = rec.time end
+    assert.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, times)
+    assert.same({ nil, "hangup" }, { core.poll({ a, b }, 0) })
+  end)
+end)
