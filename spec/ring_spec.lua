@@ -58,7 +58,7 @@ describe("ev:mmap", function()
     local ev = tp({ "tid" })
     local rb = assert(ev:mmap())
     assert.equal(8 * 4096, rb:stats().size)
-    assert.matches('^perf%.ring "tracepoint:%d+" %(fd %d+, 8 pages, 0 bytes pending, 0 lost%)$', tostring(rb))
+    assert.matches('^perf%.ring "syscalls:sys_enter_openat" %(fd %d+, 8 pages, 0 bytes pending, 0 lost%)$', tostring(rb))
     ev:close()
   end)
 
