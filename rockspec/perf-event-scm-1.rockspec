@@ -46,12 +46,16 @@ build = {
     ["perf"] = "lua/perf/init.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
     ["perf.cpus"] = "lua/perf/cpus.lua",
+    ["perf.elf"] = "lua/perf/elf.lua",
     ["perf.events"] = "lua/perf/events.lua",
     ["perf.fs"] = "lua/perf/fs.lua",
+    ["perf.list"] = "lua/perf/list.lua",
     ["perf.nearest"] = "lua/perf/nearest.lua",
     ["perf.parse"] = "lua/perf/parse.lua",
     ["perf.pmu"] = "lua/perf/pmu.lua",
     ["perf.tracepoint"] = "lua/perf/tracepoint.lua",
+    ["perf.uprobe"] = "lua/perf/uprobe.lua",
+    ["perf.watch"] = "lua/perf/watch.lua",
   },
 }
 test = {

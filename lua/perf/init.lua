@@ -10,6 +10,9 @@
 local core = require "perf.core"
 local capabilities = require "perf.capabilities"
 
+-- A filter the kernel refuses on a tracepoint names the unknown fields.
+require("perf.tracepoint").explain_filters(debug.getregistry()["perf.event"].__index)
+
 local perf = {
   core = core,
   version = core.version,

@@ -297,7 +297,9 @@ end
 function Tracepoint:check_filter(text)
   local bad = {}
   -- a field name is an identifier followed by a comparison operator
-  for word in text:gmatch("([%a_][%w_]*)%s*[=!<>~&]") do
+  -- quoted values are not field names
+  local bare = text:gsub('"[^"]*"', '""'):gsub("'[^']*'", "''")
+  for word in bare:gmatch("([%a_][%w_]*)%s*[=!<>~&]") do
     if not self.field[word] and word ~= "common_cpu" and word ~= "CPU"
         and word ~= "COMM" and word ~= "comm" then
       bad[#bad + 1] = word
@@ -312,6 +314,29 @@ function Tracepoint:check_filter(text)
       "'" .. table.concat(bad, "', '") .. "'", table.concat(names, ", "))
   end
   return true
+end
+
+local FILTER_SYNTAX = "a filter is field op value, joined by && and || " ..
+  "(op: == != < <= > >= & for numbers, == != ~ for strings, ~ taking a glob)"
+
+-- Wraps the set_filter method of perf.event handles so that a filter the
+-- kernel refuses on a tracepoint says which field names its format lacks.
+function M.explain_filters(methods)
+  local set_filter = methods.set_filter
+  if type(set_filter) ~= "function" then return end
+  methods.set_filter = function(ev, text)
+    local ok, msg, errno = set_filter(ev, text)
+    if ok then return ok end
+    if errno ~= 22 then return ok, msg, errno end
+    local attr = ev:attr()
+    local name = attr.type == 2 and M.name_of(attr.config)
+    local tp = name and M.get(name)
+    if tp then
+      local good, why = tp:check_filter(text)
+      msg = msg .. "; " .. (good and FILTER_SYNTAX or why)
+    end
+    return nil, msg, errno
+  end
 end
 
 -- Builds a tracepoint object from format text (for tests and for formats
