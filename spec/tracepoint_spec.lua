@@ -5,6 +5,14 @@ local perf = require "perf"
 local tracepoint = require "perf.tracepoint"
 local H = require "helpers"
 
+-- this process's pid, from /proc/self/stat
+local PID = (function()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = math.tointeger(f:read("n"))
+  f:close()
+  return pid
+end)()
+
 local caps = perf.capabilities()
 local tracefs = caps.tracefs
 local with_tracefs = tracefs and it or pending
@@ -226,6 +234,59 @@ describe("tp:decode on real samples", function()
       end
     end
     assert.is_true(negative >= 1)
+  end)
+end)
+
+describe("tp:decode on samples from this library's ring buffer", function()
+  with_tracefs("sys_enter_openat: the pointer to each path, AT_FDCWD, O_RDONLY", function()
+    local tp = assert(perf.tracepoint "syscalls:sys_enter_openat")
+    local ev <close> = assert(perf.open "syscalls:sys_enter_openat")
+    local rb <close> = assert(ev:mmap(8))
+    local paths = {}
+    for i = 1, 12 do paths[i] = "/proc/self/stat" .. string.rep("/", i) .. "." end
+    assert(ev:enable())
+    for i = 1, #paths do
+      local f = io.open(paths[i])
+      if f then f:close() end
+    end
+    assert(ev:disable())
+    local n = 0
+    for rec in rb:records() do
+      n = n + 1
+      local d = tp:decode(rec.raw)
+      -- dfd is an int the format stores as 8 unsigned bytes: AT_FDCWD
+      -- (-100) arrives zero-extended from 32 bits
+      assert.same({ tp.id, PID, perf.addressof(paths[n]), 0xffffff9c, 0 },
+        { d.common_type, d.common_pid, d.filename, d.dfd, d.flags })
+    end
+    assert.equal(#paths, n)
+  end)
+
+  with_tracefs("sched_process_exec: __data_loc file names of a child's execs", function()
+    local tp = assert(perf.tracepoint "sched:sched_process_exec")
+    local set = {}
+    for _, cpu in ipairs(require("perf.cpus").online()) do
+      local ev = perf.open({ "sched:sched_process_exec", sample_type = { "tid", "raw" } },
+        { pid = -1, cpu = cpu })
+      if not ev then return pending("CPU-wide tracepoints need privileges") end
+      set[#set + 1] = { ev = ev, rb = assert(ev:mmap(8)) }   -- closed below
+    end
+    for _, e in ipairs(set) do assert(e.ev:enable()) end
+    local tag = "/bin/true"
+    os.execute("exec " .. tag .. " perf-lua-exec-test")
+    for _, e in ipairs(set) do assert(e.ev:disable()) end
+    local found = {}
+    for _, e in ipairs(set) do
+      for rec in e.rb:records() do
+        local d = tp:decode(rec.raw)
+        assert.equal(rec.pid, d.pid)
+        if d.filename == tag then found[#found + 1] = d end
+      end
+      e.rb:close()
+      e.ev:close()
+    end
+    assert.equal(1, #found)
+    assert.equal(found[1].pid, found[1].old_pid)
   end)
 end)
 

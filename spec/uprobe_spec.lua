@@ -5,6 +5,14 @@ local elf = require "perf.elf"
 local uprobe = require "perf.uprobe"
 local H = require "helpers"
 
+-- this process's pid, from /proc/self/stat
+local PID = (function()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = math.tointeger(f:read("n"))
+  f:close()
+  return pid
+end)()
+
 local caps = perf.capabilities()
 local needs_uprobes = caps.uprobes and it or pending
 
@@ -91,6 +99,18 @@ describe("perf.uprobe", function()
         for _ = 1, n do os.getenv("PERF_UPROBE_SPEC") end
       end))
     end
+  end)
+
+  needs_uprobes("samples each call at the function's address", function()
+    local ev <close> = assert(perf.uprobe("libc", "getenv", { sample_type = { "ip", "tid" } }))
+    local rb <close> = assert(ev:mmap(8))
+    assert.equal(9, count(ev, function() for _ = 1, 9 do os.getenv("X") end end))
+    local n = 0
+    for rec in rb:records() do
+      n = n + 1
+      assert.same({ perf.symbol("getenv"), PID }, { rec.ip, rec.pid })
+    end
+    assert.equal(9, n)
   end)
 
   needs_uprobes("counts returns with ret = true", function()

@@ -3,6 +3,14 @@
 local perf = require "perf"
 local H = require "helpers"
 
+-- this process's pid, from /proc/self/stat
+local PID = (function()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = math.tointeger(f:read("n"))
+  f:close()
+  return pid
+end)()
+
 local caps = perf.capabilities()
 local needs_bp = caps.breakpoints and it or pending
 local x86 = (io.open("/proc/sys/kernel/arch") or io.popen("uname -m")):read("l"):match("86") ~= nil
@@ -62,6 +70,31 @@ describe("perf.watch", function()
     assert.is_nil(attr.exclude_kernel)
     assert.is_true(attr.exclude_hv)
     assert.equal(perf.core.PERF_SAMPLE_IP | perf.core.PERF_SAMPLE_TID, attr.sample_type)
+  end)
+
+  needs_bp("samples the ip of every hit", function()
+    local ev <close> = assert(perf.watch("getenv", { sample_type = { "ip", "tid" } }))
+    local rb <close> = assert(ev:mmap(8))
+    assert.equal(11, count(ev, function() for _ = 1, 11 do os.getenv("X") end end))
+    local n = 0
+    for rec in rb:records() do
+      n = n + 1
+      assert.same({ "sample", perf.symbol("getenv"), PID }, { rec.type, rec.ip, rec.pid })
+    end
+    assert.equal(11, n)
+  end)
+
+  needs_bp("samples who touches a watched byte", function()
+    local s = "sampled " .. tostring({})
+    local ev <close> = assert(perf.watch(perf.addressof(s), { mode = "rw", len = 1,
+      sample_type = { "ip" } }))
+    local rb <close> = assert(ev:mmap(8))
+    assert.equal(6, count(ev, function() for _ = 1, 6 do local _ = s:byte(1) end end))
+    local ips = {}
+    for rec in rb:records() do ips[#ips + 1] = rec.ip end
+    assert.equal(6, #ips)
+    -- one instruction (in string.byte) reads it every time
+    for i = 2, 6 do assert.equal(ips[1], ips[i]) end
   end)
 
   needs_bp("says so when the debug registers run out", function()
