@@ -210,8 +210,22 @@ describe("perf.parse", function()
       end)
     end
 
+    it("P sets the highest precise_ip the kernel accepts for the event", function()
+      local caps = require("perf").capabilities()
+      -- software events take any precise_ip; without a PMU cycles opens with none
+      assert.equal(3, parse.parse("task-clock:P").precise_ip)
+      assert.equal(3, parse.parse("{cs,faults}:P")[2].precise_ip)
+      if not caps.pmu then assert.is_nil(parse.parse("cycles:P").precise_ip) end
+    end)
+
+    it("aux-action sets the AUX pause bits", function()
+      assert.is_true(parse.parse("cpu-clock/aux-action=start-paused/").aux_start_paused)
+      assert.is_true(parse.parse("cpu-clock/aux-action=pause/").aux_pause)
+      assert.is_true(parse.parse("cpu-clock/aux-action=resume/").aux_resume)
+      assert_has("unknown aux-action 'x'", parse_error("cpu-clock/aux-action=x/"))
+    end)
+
     it("refuse letters with no attr field, saying why", function()
-      assert_has("modifier 'P' is not supported: the maximum precision", parse_error("cycles:P"))
       assert_has("modifier 'W' is not supported: weak groups", parse_error("{cycles,cs}:W"))
       assert_has("modifier 'b' is not supported: counting through BPF", parse_error("cycles:b"))
     end)

@@ -163,6 +163,73 @@ function Elf:symbol(name)
   return sym
 end
 
+-- The virtual address (as the file's symbols count) of file offset `off`.
+function Elf:vaddr_of(off)
+  for _, p in ipairs(self.segments) do
+    if p.type == PT_LOAD and off >= p.offset and off < p.offset + p.filesz then
+      return off - p.offset + p.vaddr
+    end
+  end
+end
+
+-- The function or object whose extent holds virtual address `vaddr`.
+function Elf:symbol_at(vaddr)
+  if not self.sorted then
+    local list = {}
+    for _, syms in pairs(self.symbols) do
+      for _, sym in ipairs(syms) do
+        if sym.size > 0 and (sym.type == "func" or sym.type == "object") then
+          list[#list + 1] = sym
+        end
+      end
+    end
+    table.sort(list, function(a, b) return a.value < b.value end)
+    self.sorted = list
+  end
+  local list, lo, hi = self.sorted, 1, #self.sorted
+  while lo <= hi do                       -- the last symbol starting at or before
+    local mid = (lo + hi) // 2
+    if list[mid].value <= vaddr then lo = mid + 1 else hi = mid - 1 end
+  end
+  local sym = list[hi]
+  if sym and vaddr < sym.value + sym.size then return sym end
+end
+
+local opened = {}
+
+-- Where address `addr` of this process lies: { file =, offset = (in the
+-- file), symbol = (name or nil), symbol_offset = }, from /proc/self/maps
+-- and the file's symbol tables; nil when no file is mapped there.
+function M.locate(addr)
+  local maps = io.open("/proc/self/maps")
+  if not maps then return nil end
+  local text = maps:read("a")
+  maps:close()
+  for line in text:gmatch("[^\n]+") do
+    local lo, hi, off, file = line:match("^(%x+)%-(%x+)%s+%S+%s+(%x+)%s+%S+%s+%d+%s+(/%S+)")
+    if lo then
+      lo, hi, off = tonumber(lo, 16), tonumber(hi, 16), tonumber(off, 16)
+      if addr >= lo and addr < hi then
+        local where = { file = file, offset = addr - lo + off }
+        local e = opened[file]
+        if e == nil then e = M.open(file) or false; opened[file] = e end
+        local vaddr = e and e:vaddr_of(where.offset)
+        local sym = vaddr and e:symbol_at(vaddr)
+        if sym then where.symbol, where.symbol_offset = sym.name, vaddr - sym.value end
+        return where
+      end
+    end
+  end
+end
+
+-- "getenv+0x0" or "lua5.4+0x1f2a0": a short name for address `addr`.
+function M.describe(addr)
+  local w = M.locate(addr)
+  if not w then return ("0x%x"):format(addr) end
+  if w.symbol then return ("%s+0x%x"):format(w.symbol, w.symbol_offset) end
+  return ("%s+0x%x"):format(w.file:match("[^/]+$"), w.offset)
+end
+
 -- Every symbol name, sorted (for suggestions).
 function Elf:names()
   local out = {}

@@ -113,6 +113,7 @@ local common_terms = {
   ["call-graph"] = true, ["stack-size"] = true, inherit = true,
   ["no-inherit"] = true, ["max-stack"] = true, overwrite = true,
   ["no-overwrite"] = true, ["aux-output"] = true, ["aux-sample-size"] = true,
+  ["aux-action"] = true,
 }
 local common_list = {}
 for k in pairs(common_terms) do common_list[#common_list + 1] = k end
@@ -124,7 +125,6 @@ local refused_terms = {
   percore = "'percore' is how the perf tool sums counts; it has no attr field",
   ["metric-id"] = "'metric-id' names a metric in the perf tool; it has no attr field",
   cpu = "'cpu' picks the CPU to open on: pass it in the target ({cpu = N})",
-  ["aux-action"] = "'aux-action' is not supported",
 }
 
 -- Parses "/.../" at P.i (which is at the opening '/'). Returns a list of
@@ -312,6 +312,15 @@ local function apply_common(P, a, t)
     a.aux_output = bool_term(P, t)
   elseif n == "aux-sample-size" then
     a.aux_sample_size = int_term(P, t)
+  elseif n == "aux-action" then
+    local v = str_term(P, t)
+    local field = ({ ["start-paused"] = "aux_start_paused", pause = "aux_pause",
+      resume = "aux_resume" })[v]
+    if not field then
+      fail(P.s, t.vpos, ("unknown aux-action '%s'"):format(v),
+        "aux-action takes start-paused, pause or resume")
+    end
+    a[field] = true
   elseif n == "branch_type" then
     apply_branch(P, a, t)
   end
@@ -638,7 +647,6 @@ end
 local MOD_LETTERS = "ukhIGHpPSDWebR"
 
 local refused_mods = {
-  P = "the maximum precision needs probing the hardware: write p, pp or ppp",
   W = "weak groups are a perf-tool fallback with no attr field: open the members separately if the group does not fit",
   b = "counting through BPF is a perf-tool feature with no attr field",
   R = "retirement latency is a perf-tool feature with no attr field",
@@ -661,7 +669,7 @@ local function parse_modifiers(P)
     local pos = start + k - 1
     if not MOD_LETTERS:find(c, 1, true) then
       fail(P.s, pos, ("unknown modifier '%s'"):format(c),
-        "modifiers: u (user) k (kernel) h (hypervisor) I (not idle) G (guest) H (host) p/pp/ppp (precise) S (sample read) D (pinned) e (exclusive)")
+        "modifiers: u (user) k (kernel) h (hypervisor) I (not idle) G (guest) H (host) p/pp/ppp (precise) P (most precise) S (sample read) D (pinned) e (exclusive)")
     end
     if refused_mods[c] then fail(P.s, pos, ("modifier '%s' is not supported: %s"):format(c, refused_mods[c])) end
     if c == "p" then
@@ -677,6 +685,34 @@ local function parse_modifiers(P)
 end
 
 local function flag(v) return v == 1 or nil end
+
+local max_precise_cache = {}
+
+-- The highest precise_ip (3 down to 1) the kernel accepts for `a`, probed
+-- by opening it disabled for user space once per type and config, as perf
+-- does for the P modifier; nil when none opens.
+local function max_precise(P, a, pos)
+  local key = ("%d:%d:%d"):format(a.type, a.config or 0, a.config1 or a.bp_addr or 0)
+  local v = max_precise_cache[key]
+  if v == nil then
+    local ok, core = pcall(require, "perf.core")
+    if not ok then fail(P.s, pos, "modifier 'P' probes the kernel and needs perf.core") end
+    v = false
+    for p = 3, 1, -1 do
+      local attr = { disabled = true, exclude_kernel = true, exclude_hv = true, precise_ip = p }
+      for k, x in pairs(a) do
+        if k ~= "st" and k ~= "name" and k ~= "scale" and k ~= "unit" and k ~= "precise_ip"
+            and k:sub(1, 1) ~= "_" and k ~= "mem_start" and k ~= "alias" and k ~= "hw_term" then
+          attr[k] = x
+        end
+      end
+      local ev = core.open(attr, nil, "precise probe")
+      if ev then ev:close(); v = p; break end
+    end
+    max_precise_cache[key] = v
+  end
+  return v or nil
+end
 
 -- Applies modifiers as perf does. For a group's modifiers `group` is true
 -- and the member's own exclusions are the starting point; `leader` says
@@ -720,6 +756,7 @@ local function apply_modifiers(P, a, mods, group, leader)
     end
     a.precise_ip = p
   end
+  if mods.P then a.precise_ip = max_precise(P, a, mods.pos) end
   if mods.I then a.exclude_idle = true end
   if mods.S then a.st.read = true end
   if mods.D and leader then a.pinned = true end
