@@ -97,6 +97,33 @@ describe("perf.tracepoint formats", function()
     end
   end)
 
+  it("return nil, message, errno where tracefs cannot be read (unprivileged child)", function()
+    if sh("id -u") ~= "0\n" or sh("command -v setpriv") == "" then
+      return pending("needs root and setpriv to run a child as nobody")
+    end
+    if not sh("stat -c %a /sys/kernel/tracing"):match("^%d%d0") then
+      return pending("tracefs is readable by others here")
+    end
+    local dir = os.tmpname()
+    os.remove(dir)
+    local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
+    assert(os.execute(("mkdir -p %s && cp -r lua %s/ && cp -r %sperf %s/ && chmod -R a+rX %s")
+      :format(dir, dir, cpath == "./" and "" or cpath, dir, dir)))
+    local out = H.run_lua([[
+      local perf = require "perf"
+      print(perf.open "sched:sched_switch")
+      print(perf.tracepoint "sched:sched_switch")
+      print(pcall(perf.parse, "sched:sched_switch"))
+    ]], "setpriv --reuid=65534 --regid=65534 --clear-groups", dir)
+    os.execute("rm -rf " .. dir)
+    local why = "cannot read /sys/kernel/tracing (permission denied): tracepoints need root, " ..
+      "or read access to tracefs"
+    assert.equal(table.concat({
+      'nil\tperf.open "sched:sched_switch": ' .. why .. "\t13",
+      "nil\tperf.tracepoint sched:sched_switch: " .. why .. "\t13",
+      'false\t"sched:sched_switch": ' .. why, "" }, "\n"), out)
+  end)
+
   with_tracefs("returns the same object for the same name", function()
     assert.equal(perf.tracepoint "sched:sched_switch", perf.tracepoint "sched:sched_switch")
     assert.equal('perf.tracepoint "sched:sched_switch" (id ' ..

@@ -81,7 +81,9 @@ function perf.attr(spec)
     attr = {}                       -- already in kernel terms: copy it
     for k, v in pairs(spec) do attr[k] = v end
   elseif kind == "string" or kind == "table" then
-    attr = require("perf.parse").spec(spec)
+    local msg, errno
+    attr, msg, errno = require("perf.parse").spec(spec)
+    if not attr then return nil, msg, errno end     -- tracefs unreadable, ...
   else
     error(("perf.open: event expected (a string or a table), got %s"):format(kind), 2)
   end
@@ -116,8 +118,9 @@ perf.strip_position = strip
 
 --- perf.open(event [, target]) -> ev | nil, message, errno
 function perf.open(spec, target)
-  local ok, attr, name = pcall(perf.attr, spec)
+  local ok, attr, name, extra = pcall(perf.attr, spec)
   if not ok then error(strip(attr), 2) end
+  if not attr then return nil, "perf.open " .. name, extra end
   local ev, msg, errno
   ok, ev, msg, errno = pcall(core.open, attr, target_of(target), name)
   if not ok then error(strip(ev), 2) end

@@ -33,12 +33,19 @@ local function fail(src, pos, msg, hint)
   error(setmetatable({ src = src, pos = pos, msg = msg, hint = hint }, Failure), 0)
 end
 
+-- The machine cannot answer (tracefs missing or unreadable): perf.parse
+-- raises, parse.spec returns nil, message, errno.
+local function unavailable(src, msg, errno)
+  error(setmetatable({ src = src, msg = msg, errno = errno }, Failure), 0)
+end
+
 -- A misuse that is not about a position in a string.
 local function misuse(msg)
   error(setmetatable({ msg = msg }, Failure), 0)
 end
 
 local function render(e)
+  if e.errno then return ("%q: %s"):format(e.src, e.msg) end
   if not e.src then return e.msg end
   local pos = math.max(1, math.min(e.pos, #e.src + 1))
   local lines = {
@@ -52,11 +59,15 @@ end
 
 -- Runs fn(...) turning Failure objects into an error raised at `level`
 -- above the caller of the entry point.
-local function guarded(level, fn, ...)
+-- With `soft`, a failure of the machine returns nil, message, errno.
+local function guarded(level, soft, fn, ...)
   local res = table.pack(pcall(fn, ...))
   if res[1] then return table.unpack(res, 2, res.n) end
   local e = res[2]
-  if getmetatable(e) == Failure then error(render(e), level + 1) end
+  if getmetatable(e) == Failure then
+    if soft and e.errno then return nil, render(e), e.errno end
+    error(render(e), level + 1)
+  end
   error(e, 0)
 end
 
@@ -589,7 +600,7 @@ local function resolve_tracepoint(P, sys, ev, pos)
       fail(P.s, pos, ("no tracepoint subsystem '%s'%s"):format(sys, nearest.hint(sys, systems)),
         "perf.list(\"tracepoint\") lists them")
     end
-    fail(P.s, pos, err)
+    unavailable(P.s, err, code)
   end
   local a = new_attr(2, id)
   a.sample_period = 1
@@ -913,7 +924,7 @@ function M.parse(str, level)
     error(("perf.parse: expected an event string, got %s"):format(type(str)), (level or 1) + 1)
   end
   -- not a tail call: the error level counts this frame
-  local r = guarded((level or 1) + 1, parse_string, str)
+  local r = guarded((level or 1) + 1, false, parse_string, str)
   return r
 end
 
@@ -1004,10 +1015,12 @@ local attr_conflicts = {
 -- parse.spec(spec): what perf.open and perf.group call. `spec` is a perf
 -- syntax string, or a table of attr fields whose optional [1] is such a
 -- string that the other fields refine; `type` and `config` may be names.
--- Returns a new table; raises on misuse (a group string: use perf.group).
+-- Returns a new table; raises on misuse (a group string: use perf.group);
+-- returns nil, message, errno when the machine cannot say what a name means
+-- (tracefs missing or unreadable).
 function M.spec(spec, level)
   level = (level or 1) + 1
-  local r = guarded(level, function()
+  local r, msg, errno = guarded(level, true, function()
     if type(spec) == "string" then
       local r = parse_string(spec)
       if r.group then misuse(("%q is a group: open it with perf.group"):format(spec)) end
@@ -1058,7 +1071,7 @@ function M.spec(spec, level)
     if a.name == nil then a.name = M.name_of(a) end
     return a
   end)
-  return r
+  return r, msg, errno
 end
 
 return M

@@ -14,7 +14,7 @@ local M = {}
 
 local root_override
 local found -- tracefs path, false when looked for and not found
-local why_missing
+local why_missing, why_errno
 
 -- Uses `path` as the tracefs directory (nil: find the real one again).
 function M.set_root(path)
@@ -37,19 +37,24 @@ local function find_tracefs()
   if debugfs and fs.exists(debugfs .. "/tracing/events") then
     return debugfs .. "/tracing"
   end
-  if fs.exists("/sys/kernel/tracing") then
-    why_missing = "tracefs at /sys/kernel/tracing cannot be read (permission denied?)"
+  local f, _, code = io.open("/sys/kernel/tracing/events")
+  if f then f:close() end
+  if code == 13 then
+    why_missing = "cannot read /sys/kernel/tracing (permission denied): tracepoints need root, or read access to tracefs"
+    why_errno = 13
   else
     why_missing = "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)"
+    why_errno = 2
   end
   return false
 end
 
--- The tracefs directory, or nil and why it is missing.
+-- The tracefs directory, or nil, why it is missing and an errno (2: not
+-- mounted, 13: not readable).
 function M.path()
   if root_override then return root_override end
   if found == nil then found = find_tracefs() end
-  if not found then return nil, why_missing end
+  if not found then return nil, why_missing, why_errno end
   return found
 end
 
@@ -69,8 +74,8 @@ function M.id(sys, event)
   local key = sys .. ":" .. event
   local id = ids_by_name[key]
   if id then return id end
-  local dir, why = M.path()
-  if not dir then return nil, why, 2 end
+  local dir, why, errno = M.path()
+  if not dir then return nil, why, errno end
   local f, err, code = io.open(("%s/events/%s/%s/id"):format(dir, sys, event), "r")
   if not f then
     if code == 13 then
