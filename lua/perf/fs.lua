@@ -53,6 +53,22 @@ function M.exists(path)
   return false
 end
 
+local machine_name
+
+-- The machine's architecture ("x86_64", "aarch64", ...), as uname -m says.
+function M.machine()
+  if not machine_name then
+    machine_name = M.read_trimmed("/proc/sys/kernel/arch")
+    if not machine_name then
+      local p = io.popen("uname -m 2>/dev/null")
+      machine_name = p and p:read("l")
+      if p then p:close() end
+    end
+    machine_name = machine_name or "unknown"
+  end
+  return machine_name
+end
+
 -- Whether `path` is a directory.
 function M.isdir(path)
   local f = io.open(path .. "/.", "r")

@@ -24,22 +24,10 @@ local OWN_KEYS = { mode = true, len = true, library = true }
 local BP_TYPES = { r = 1, w = 2, rw = 3, x = 4 }
 local LONG = string.packsize("l")
 
-local function machine()
-  local f = io.open("/proc/sys/kernel/arch")
-  local m = f and f:read("l")
-  if f then f:close() end
-  if not m then
-    local p = io.popen("uname -m 2>/dev/null")
-    m = p and p:read("l")
-    if p then p:close() end
-  end
-  return m or "unknown"
-end
-
 local is_x86
 local function x86()
   if is_x86 == nil then
-    local m = machine()
+    local m = require("perf.fs").machine()
     is_x86 = m == "x86_64" or m:match("^i%d86$") ~= nil
   end
   return is_x86
