@@ -112,6 +112,7 @@ describe("a fake sysfs tree", function()
       { "cpu/cycles/", { type = 0, config = 0 } },
       { "cpu/L1-dcache-load-misses/", { type = 3, config = 0x10000 } },
       { "cpu//", { type = 4, config = 0 } },
+      { "cpu/r1a8/", { type = 4, config = 0x1a8 } },
     }
     for _, c in ipairs(cases) do
       it(c[1], function()

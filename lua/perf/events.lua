@@ -5,7 +5,8 @@
 --
 --   local events = require "perf.events"
 --   events.software["task-clock"]            --> 1
---   events.cache.config("L1-dcache-load-misses") --> 0x10000
+--   events.cache.decode("L1-dcache-load-misses") --> 0x10000
+--   events.cache.name_of(0x10000)                  --> "L1-dcache-load-misses"
 
 local M = {}
 

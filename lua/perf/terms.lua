@@ -289,6 +289,9 @@ local function apply_pmu_terms(P, a, p, terms)
         end
       elseif apply_common(P, a, t) then
         -- done
+      elseif t.value == true and t.name:match("^r%x+$") and #t.name <= 17 then
+        -- "rNNN" that is neither a format term nor an event: the raw config
+        a.config = tonumber64("0x" .. t.name:sub(2))
       elseif t.value == true and events.cache.decode(t.name) then
         -- a generic cache event on this PMU
         a.type = 3
