@@ -139,10 +139,12 @@ describe("perf.uprobe", function()
   end)
 
   it("builds the uprobe PMU's attr", function()
-    local p = assert(perf.pmus and require("perf.pmu").find("uprobe"))
+    local p = require("perf.pmu").find("uprobe")
+    if not p then return pending("no uprobe PMU") end
     local attr, target = assert(uprobe.attr(perf, libc, "getenv", { pid = 0, sample_type = { "ip" } }))
     assert.same({ type = p.type, config = 0, uprobe_path = libc,
       probe_offset = assert(elf.open(libc)):symbol("getenv").offset, sample_period = 1,
+      exclude_kernel = true, exclude_hv = true,
       sample_type = { "ip" }, name = "uprobe:libc.so.6:getenv" }, attr)
     assert.same({ pid = 0 }, target)
   end)
@@ -155,6 +157,24 @@ describe("perf.uprobe", function()
     assert.matches("no binary 'no%-such%-binary%-anywhere'", msg)
     msg = H.fails(perf.uprobe("/no/such/file", "main"))
     assert.matches("no file /no/such/file", msg)
+  end)
+
+  it("say an unprivileged user needs CAP_PERFMON (child as nobody)", function()
+    local function sh(cmd) local p = io.popen(cmd) local o = p:read("a") p:close() return o end
+    if sh("id -u") ~= "0\n" or sh("command -v setpriv") == "" then
+      return pending("needs root and setpriv to run a child as nobody")
+    end
+    local dir = os.tmpname()
+    os.remove(dir)
+    local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
+    assert(os.execute(("mkdir -p %s && cp -r lua %s/ && cp -r %sperf %s/ && chmod -R a+rX %s")
+      :format(dir, dir, cpath == "./" and "" or cpath, dir, dir)))
+    local out = H.run_lua([[
+      local perf = require "perf"
+      print(perf.uprobe("libc.so.6", "getenv"))
+    ]], "setpriv --reuid=65534 --regid=65534 --clear-groups", dir)
+    os.execute("rm -rf " .. dir)
+    assert.matches("^nil\tperf.open \"uprobe:libc.so.6:getenv\": Permission denied %(EACCES%).-CAP_PERFMON.-\t13\n$", out)
   end)
 
   it("raises on misuse", function()

@@ -14,7 +14,8 @@
 -- opts: ret (probe returns instead of calls), ref_ctr_offset (an SDT
 -- semaphore), plus target fields (pid, cpu, group, cgroup, flags) and attr
 -- fields (sample_type, sample_period, ...). Hits are sampled one by one
--- (sample_period = 1) unless the attr says otherwise.
+-- (sample_period = 1) unless the attr says otherwise. The uprobe PMU needs
+-- CAP_PERFMON (or root) whatever perf_event_paranoid says.
 
 local elf = require "perf.elf"
 local pmus = require "perf.pmu"
@@ -151,8 +152,10 @@ function M.attr(perf, binary, where, opts)
     config = v
   end
 
+  -- a uprobe fires in user space only: excluding the kernel changes no count
+  -- and lets a refusal say what is really missing (CAP_PERFMON)
   local attr = { type = p.type, config = config, uprobe_path = path,
-    probe_offset = offset, sample_period = 1 }
+    probe_offset = offset, sample_period = 1, exclude_kernel = true, exclude_hv = true }
   local target
   for k, v in pairs(opts) do
     if TARGET_KEYS[k] then
