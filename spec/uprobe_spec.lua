@@ -90,6 +90,70 @@ describe("perf.elf", function()
   end)
 end)
 
+-- A small ELF file: one loadable segment at vaddr 0x10000 (file offset 0),
+-- .dynstr, .dynsym and .shstrtab, for either class and byte order.
+local function synth_elf(bits, endian, syms)
+  local A = bits == 64 and "I8" or "I4"
+  local E = endian
+  local function pack(fmt, ...) return string.pack(E .. fmt, ...) end
+  local dynstr, names = "\0", {}
+  for i, s in ipairs(syms) do names[i] = #dynstr; dynstr = dynstr .. s.name .. "\0" end
+  local shstr = "\0.dynstr\0.dynsym\0.shstrtab\0"
+  local symtab = bits == 64 and pack("I4BBI2I8I8", 0, 0, 0, 0, 0, 0) or pack("I4I4I4BBI2", 0, 0, 0, 0, 0, 0)
+  for i, s in ipairs(syms) do
+    local info = (s.bind or 1) << 4 | (s.type or 2)
+    symtab = symtab .. (bits == 64 and pack("I4BBI2I8I8", names[i], info, 0, 1, s.value, s.size or 16)
+      or pack("I4I4I4BBI2", names[i], s.value, s.size or 16, info, 0, 1))
+  end
+  local ehsize, phsize = bits == 64 and 64 or 52, bits == 64 and 56 or 32
+  local shsize = bits == 64 and 64 or 40
+  local off_dynstr = ehsize + phsize
+  local off_dynsym = off_dynstr + #dynstr
+  local off_shstr = off_dynsym + #symtab
+  local off_sh = off_shstr + #shstr
+  local ident = "\127ELF" .. string.char(bits == 64 and 2 or 1, E == "<" and 1 or 2, 1) .. ("\0"):rep(9)
+  local ehdr = ident .. pack("I2I2I4" .. A .. A .. A .. "I4I2I2I2I2I2I2", 3, 62, 1, 0, ehsize,
+    off_sh, 0, ehsize, phsize, 1, shsize, 4, 3)
+  local phdr = bits == 64 and pack("I4I4I8I8I8I8I8I8", 1, 5, 0, 0x10000, 0x10000, 0x1000, 0x1000, 0x1000)
+    or pack("I4I4I4I4I4I4I4I4", 1, 0, 0x10000, 0x10000, 0x1000, 0x1000, 5, 0x1000)
+  local function sh(name, type_, off, size, link, info, entsize)
+    return bits == 64 and pack("I4I4I8I8I8I8I4I4I8I8", name, type_, 0, 0, off, size, link, info, 1, entsize)
+      or pack("I4I4I4I4I4I4I4I4I4I4", name, type_, 0, 0, off, size, link, info, 1, entsize)
+  end
+  local shdrs = sh(0, 0, 0, 0, 0, 0, 0) .. sh(1, 3, off_dynstr, #dynstr, 0, 0, 0)
+    .. sh(9, 11, off_dynsym, #symtab, 1, 1, bits == 64 and 24 or 16)
+    .. sh(17, 3, off_shstr, #shstr, 0, 0, 0)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "wb"))
+  f:write(ehdr, phdr, dynstr, symtab, shstr, shdrs)
+  f:close()
+  return path
+end
+
+describe("perf.elf on synthesized files", function()
+  local syms = {
+    { name = "alpha", value = 0x10100 },
+    { name = "beta", value = 0x10280, type = 10 },            -- an IFUNC
+    { name = "dup", value = 0x10400, type = 1, bind = 0 },    -- a local object
+    { name = "dup", value = 0x10500 },                        -- a global function
+  }
+  for _, c in ipairs { { 64, "<" }, { 32, "<" }, { 64, ">" }, { 32, ">" } } do
+    it(("reads ELF%d %s-endian symbols and file offsets"):format(c[1], c[2] == "<" and "little" or "big"), function()
+      local path = synth_elf(c[1], c[2], syms)
+      local e = assert(elf.open(path))
+      os.remove(path)
+      assert.same({ c[1], c[2], 3, 62 }, { e.bits, e.endian, e.type, e.machine })
+      local a = assert(e:symbol("alpha"))
+      assert.same({ 0x10100, 0x100, "func", "global", 16 }, { a.value, a.offset, a.type, a.bind, a.size })
+      assert.same({ 0x280, "ifunc" }, { e:symbol("beta").offset, e:symbol("beta").type })
+      assert.same({ 0x500, "func" }, { e:symbol("dup").offset, e:symbol("dup").type })
+      assert.equal("alpha", e:symbol_at(0x10104).name)
+      assert.is_nil(e:symbol_at(0x10110))                      -- past alpha's 16 bytes
+      assert.same({ "alpha", "beta", "dup" }, e:names())
+    end)
+  end
+end)
+
 describe("perf.uprobe", function()
   needs_uprobes("counts the calls of a libc function exactly", function()
     local ev <close> = assert(perf.uprobe("libc.so.6", "getenv"))
