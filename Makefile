@@ -109,3 +109,14 @@ fuzz: fuzz-deps
 
 fuzz-short:
 	$(MAKE) fuzz FUZZ_RUNS=300000
+
+# ---- ring buffer: benchmark (root; see bench/ring.lua) ----
+.PHONY: bench bench-ring
+build/ring_decode: bench/ring_decode.c csrc/decode.c csrc/decode.h
+	@mkdir -p build
+	$(CC) $(PERF_CFLAGS) -O2 -o $@ bench/ring_decode.c csrc/decode.c
+
+bench-ring: all build/ring_decode
+	$(LUA) bench/ring.lua $(BENCH_N)
+
+bench: bench-ring

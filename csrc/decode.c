@@ -313,7 +313,12 @@ static void decode_other(cursor *c, const pl_layout *lay, pl_record *r) {
 
 int pl_decode(const unsigned char *p, size_t len, const pl_layout *lay,
               pl_record *r, const char **why) {
-  memset(r, 0, sizeof *r);
+  /* the union is cleared by the part that fills it (decode_sample, or
+  ** below for the other types), so it is not cleared twice */
+  r->type = 0;
+  r->misc = r->size = 0;
+  r->known = 0;
+  memset(&r->sid, 0, sizeof r->sid);
   *why = NULL;
   r->p = p;
   r->layout = lay;
@@ -325,12 +330,16 @@ int pl_decode(const unsigned char *p, size_t len, const pl_layout *lay,
   if (r->size < 8) return PL_DECODE_SIZE;
   if (r->size > len) { r->avail = len; return PL_DECODE_SHORT; }
   r->avail = r->size;
-  if (!lay || r->type == 0 || r->type >= PL_REC_NTYPES) return PL_DECODE_OK;
+  if (!lay || r->type == 0 || r->type >= PL_REC_NTYPES) {
+    memset(&r->u, 0, sizeof r->u);
+    return PL_DECODE_OK;
+  }
 
   cursor c = { p, 8, r->size, NULL };
   if (r->type == PL_REC_SAMPLE) {
     decode_sample(&c, lay, &r->u.sample);
   } else {
+    memset(&r->u, 0, sizeof r->u);
     if (lay->sample_id_all) {
       size_t n = pl_sid_size(lay->sample_type);
       if (n > (size_t)r->size - 8) return PL_DECODE_TRAILER;

@@ -1,0 +1,181 @@
+-- examples/record.lua: the start of a profiler.
+--
+--   lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-- command args...]
+--
+-- Samples a command and its children (or, with no command, a little Lua
+-- workload in this process) on every CPU, then prints what was hot: samples
+-- per command/thread, per DSO, and per DSO + offset, the offsets resolved
+-- from the mmap2 records the kernel wrote while the command ran.
+package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+package.cpath = "./?.so;" .. package.cpath
+local perf = require "perf"
+local cpus = require "perf.cpus"
+
+-- ---- options ----
+local opts = { hz = 999, event = "cpu-clock", top = 10 }
+local cmd = {}
+do
+  local i = 1
+  while i <= #arg do
+    local a = arg[i]
+    if a == "--" then
+      table.move(arg, i + 1, #arg, 1, cmd)
+      break
+    elseif a == "-F" then opts.hz = math.tointeger(tonumber(arg[i + 1])); i = i + 1
+    elseif a == "-e" then opts.event = arg[i + 1]; i = i + 1
+    elseif a == "-n" then opts.top = math.tointeger(tonumber(arg[i + 1])); i = i + 1
+    else
+      io.stderr:write("usage: lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-- command args...]\n")
+      os.exit(2)
+    end
+    i = i + 1
+  end
+end
+
+local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- ---- the target: a stopped child, or this process ----
+local pid, self_mode = nil, #cmd == 0
+if self_mode then
+  local f = assert(io.open("/proc/self/stat"))
+  pid = math.tointeger(f:read("n"))
+  f:close()
+else
+  -- the child stops itself before exec; it is continued once the events
+  -- are open, and they start counting at its exec (enable_on_exec)
+  local args = {}
+  for i, a in ipairs(cmd) do args[i] = shell_quote(a) end
+  local p = assert(io.popen(("sh -c 'kill -STOP $$; exec \"$@\"' sh %s 1>&2 & echo $!")
+    :format(table.concat(args, " "))))
+  pid = math.tointeger(p:read("n"))
+  p:close()
+  repeat                                   -- wait for it to be stopped
+    local f = io.open(("/proc/%d/stat"):format(pid))
+    local state = f and f:read("a"):match("^%d+ %b() (%a)")
+    if f then f:close() end
+  until state == "T" or state == nil
+end
+
+local spec = { opts.event, freq = true, sample_freq = opts.hz,
+               sample_type = { "identifier", "ip", "tid", "time", "cpu", "period" },
+               sample_id_all = true, mmap = true, mmap2 = true, comm = true,
+               task = true, inherit = true, enable_on_exec = not self_mode,
+               disabled = self_mode }
+local set = assert(cpus.open(spec, { pid = pid }))
+assert(set:mmap(64))
+
+-- ---- what the records say ----
+local comm = {}            -- tid -> command name
+local maps = {}            -- pid -> list of { start, stop, pgoff, name }
+local by_thread, by_dso, by_offset = {}, {}, {}
+local samples, t_first, t_last = 0, nil, nil
+
+local function add_map(p, start, len, pgoff, name)
+  local list = maps[p] or {}
+  maps[p] = list
+  list[#list + 1] = { start = start, stop = start + len, pgoff = pgoff, name = name }
+end
+
+-- this process's existing mappings (the kernel reports new ones only)
+local function read_maps(p)
+  local f = io.open(("/proc/%d/maps"):format(p))
+  if not f then return end
+  for line in f:lines() do
+    local a, b, perms, off, name = line:match("^(%x+)%-(%x+) (%S+) (%x+) %S+ %d+%s*(.*)$")
+    if a and perms:find("x") and name ~= "" then
+      add_map(p, tonumber(a, 16), tonumber(b, 16) - tonumber(a, 16), tonumber(off, 16), name)
+    end
+  end
+  f:close()
+end
+
+local function resolve(p, ip)
+  local list = maps[p]
+  if list then
+    for i = #list, 1, -1 do               -- the newest mapping wins
+      local m = list[i]
+      if ip >= m.start and ip < m.stop then
+        return m.name:match("[^/]*$"), ip - m.start + m.pgoff
+      end
+    end
+  end
+  return "[unknown]", ip
+end
+
+local function bump(t, k) t[k] = (t[k] or 0) + 1 end
+
+local rec_t = {}
+local function consume()
+  for r in set:records(rec_t) do
+    local ty = r.type
+    if ty == "sample" then
+      samples = samples + 1
+      t_first = t_first or r.time
+      t_last = r.time
+      bump(by_thread, ("%s %d/%d"):format(comm[r.tid] or comm[r.pid] or "?", r.pid, r.tid))
+      local dso, off
+      if r.cpumode == "kernel" then dso, off = "[kernel]", r.ip
+      else dso, off = resolve(r.pid, r.ip) end
+      bump(by_dso, dso)
+      bump(by_offset, ("%s+0x%x"):format(dso, off))
+    elseif ty == "mmap2" or ty == "mmap" then
+      add_map(r.pid, r.addr, r.len, r.pgoff, r.filename)
+    elseif ty == "comm" then
+      comm[r.tid] = r.comm
+    elseif ty == "fork" then
+      comm[r.tid] = comm[r.ptid]
+      if r.pid ~= r.ppid then          -- a new process: a copy of the maps
+        local copy = {}
+        for i, m in ipairs(maps[r.ppid] or {}) do copy[i] = m end
+        maps[r.pid] = copy
+      end
+    end
+  end
+end
+
+-- ---- run ----
+if self_mode then
+  read_maps(pid)
+  for _, line in ipairs { io.open("/proc/self/comm"):read("l") } do comm[pid] = line end
+  set:enable()
+  -- the workload: string building, sorting, a few table-heavy loops
+  local deadline = os.clock() + 1
+  local n = 0
+  while os.clock() < deadline do
+    local t = {}
+    for i = 1, 2000 do t[i] = ("%08x"):format((i * 2654435761) % 2^32) end
+    table.sort(t)
+    n = n + #table.concat(t)
+    consume()
+  end
+  set:disable()
+  consume()
+else
+  os.execute("kill -CONT " .. pid)
+  while true do
+    local ok = set:poll(200)
+    consume()
+    if ok == nil then break end            -- hangup: the command exited
+  end
+end
+
+-- ---- report ----
+local lost = set:lost()
+set:close()
+
+local function report(title, t)
+  local rows = {}
+  for k, v in pairs(t) do rows[#rows + 1] = { k, v } end
+  table.sort(rows, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
+  print(title)
+  for i = 1, math.min(opts.top, #rows) do
+    print(("  %6.2f%%  %7d  %s"):format(100 * rows[i][2] / samples, rows[i][2], rows[i][1]))
+  end
+end
+
+print(("%d samples of %s at %d Hz on %d CPUs over %.2f s, %d lost")
+  :format(samples, opts.event, opts.hz, #set, ((t_last or 0) - (t_first or 0)) / 1e9, lost))
+if samples == 0 then return end
+report("by command pid/tid:", by_thread)
+report("by DSO:", by_dso)
+report("by DSO + offset:", by_offset)
