@@ -111,30 +111,42 @@ static void take_regs(cursor *c, uint64_t mask, pl_regs *r, const char *what) {
   }
 }
 
+/* Every field is written once: taken from the record when its bit is set,
+** zeroed otherwise (cheaper than clearing the whole struct first). */
+#define U64_IF(bit, field, what) \
+  s->field = (st & (bit)) ? take64(c, what) : 0
+
 static void decode_sample(cursor *c, const pl_layout *lay, pl_sample *s) {
   uint64_t st = lay->sample_type;
-  memset(s, 0, sizeof *s);
-  if (st & PL_S_IDENTIFIER) s->identifier = take64(c, "identifier");
-  if (st & PL_S_IP) s->ip = take64(c, "ip");
+  U64_IF(PL_S_IDENTIFIER, identifier, "identifier");
+  U64_IF(PL_S_IP, ip, "ip");
   if (st & PL_S_TID) take2x32(c, &s->pid, &s->tid, "tid");
-  if (st & PL_S_TIME) s->time = take64(c, "time");
-  if (st & PL_S_ADDR) s->addr = take64(c, "addr");
-  if (st & PL_S_ID) s->id = take64(c, "id");
-  if (st & PL_S_STREAM_ID) s->stream_id = take64(c, "stream_id");
+  else s->pid = s->tid = 0;
+  U64_IF(PL_S_TIME, time, "time");
+  U64_IF(PL_S_ADDR, addr, "addr");
+  U64_IF(PL_S_ID, id, "id");
+  U64_IF(PL_S_STREAM_ID, stream_id, "stream_id");
   if (st & PL_S_CPU) take2x32(c, &s->cpu, &s->res, "cpu");
-  if (st & PL_S_PERIOD) s->period = take64(c, "period");
+  else s->cpu = s->res = 0;
+  U64_IF(PL_S_PERIOD, period, "period");
   if (st & PL_S_READ) take_read(c, lay->read_format, &s->read);
+  else memset(&s->read, 0, sizeof s->read);
+  s->callchain_nr = 0;
+  s->callchain = NULL;
   if (st & PL_S_CALLCHAIN) {
     s->callchain_nr = take64(c, "callchain.nr");
     s->callchain = take_array(c, s->callchain_nr, 8, "callchain: nr entries");
     if (!s->callchain) s->callchain_nr = 0;
   }
+  s->raw.p = NULL;
+  s->raw.n = 0;
   if (st & PL_S_RAW) {
     const unsigned char *q = take(c, 4, "raw.size");
     uint32_t n = q ? pl_u32at(q) : 0;
     s->raw.p = take(c, n, "raw: size bytes");
     s->raw.n = s->raw.p ? n : 0;
   }
+  memset(&s->branch, 0, sizeof s->branch);
   if (st & PL_S_BRANCH_STACK) {
     s->branch.nr = take64(c, "branch_stack.nr");
     if (lay->branch_sample_type & PL_B_HW_INDEX) {
@@ -147,6 +159,8 @@ static void decode_sample(cursor *c, const pl_layout *lay, pl_sample *s) {
     if (c->why) s->branch.nr = 0;
   }
   if (st & PL_S_REGS_USER) take_regs(c, lay->regs_user, &s->regs_user, "regs_user");
+  else memset(&s->regs_user, 0, sizeof s->regs_user);
+  memset(&s->stack_user, 0, sizeof s->stack_user);
   if (st & PL_S_STACK_USER) {
     /* size, then (only when size != 0) data[size] and dyn_size */
     s->stack_user.size = take64(c, "stack_user.size");
@@ -157,16 +171,19 @@ static void decode_sample(cursor *c, const pl_layout *lay, pl_sample *s) {
         c->why = "stack_user: dyn_size > size";
     }
   }
-  if (st & PL_S_WEIGHT_TYPE) s->weight = take64(c, "weight");
-  if (st & PL_S_DATA_SRC) s->data_src = take64(c, "data_src");
-  if (st & PL_S_TRANSACTION) s->transaction = take64(c, "transaction");
+  U64_IF(PL_S_WEIGHT_TYPE, weight, "weight");
+  U64_IF(PL_S_DATA_SRC, data_src, "data_src");
+  U64_IF(PL_S_TRANSACTION, transaction, "transaction");
   if (st & PL_S_REGS_INTR) take_regs(c, lay->regs_intr, &s->regs_intr, "regs_intr");
-  if (st & PL_S_PHYS_ADDR) s->phys_addr = take64(c, "phys_addr");
-  if (st & PL_S_CGROUP) s->cgroup = take64(c, "cgroup");
-  if (st & PL_S_DATA_PAGE_SIZE) s->data_page_size = take64(c, "data_page_size");
-  if (st & PL_S_CODE_PAGE_SIZE) s->code_page_size = take64(c, "code_page_size");
+  else memset(&s->regs_intr, 0, sizeof s->regs_intr);
+  U64_IF(PL_S_PHYS_ADDR, phys_addr, "phys_addr");
+  U64_IF(PL_S_CGROUP, cgroup, "cgroup");
+  U64_IF(PL_S_DATA_PAGE_SIZE, data_page_size, "data_page_size");
+  U64_IF(PL_S_CODE_PAGE_SIZE, code_page_size, "code_page_size");
   /* The kernel writes AUX last (perf_output_sample); the uapi comment lists
   ** it before the page sizes. */
+  s->aux.p = NULL;
+  s->aux.n = 0;
   if (st & PL_S_AUX) {
     uint64_t n = take64(c, "aux.size");
     s->aux.p = take_array(c, n, 1, "aux: size bytes");

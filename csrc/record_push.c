@@ -34,9 +34,46 @@ static const char *const key_names[K_COUNT] = { KEYS(KEY_NAME) };
 
 _Static_assert(K_COUNT <= 128, "pl_keyset holds 128 keys");
 
+/*
+** Keys are Lua strings made once and kept in a registry table (strings
+** 1..K_COUNT are the keys, then the record type names, then the cpumode
+** names), so filling a field is rawgeti + push + rawset: no C string is
+** hashed or compared per record.
+*/
+static const char strings_anchor = 0;
+#define S_TYPE(t) (K_COUNT + 1 + (int)(t))            /* t < PL_REC_NTYPES */
+#define S_UNKNOWN (K_COUNT + 1 + PL_REC_NTYPES)
+#define S_CPUMODE(m) (S_UNKNOWN + 1 + (int)(m))       /* m in 0..7 */
+
+static const char *const cpumode_names[8] = {
+  "unknown", "kernel", "user", "hypervisor", "guest_kernel", "guest_user",
+  "unknown", "unknown",
+};
+
+void pl_record_push_init(lua_State *L) {
+  lua_createtable(L, S_CPUMODE(7), 0);
+  for (int k = 0; k < K_COUNT; k++) {
+    lua_pushstring(L, key_names[k]);
+    lua_rawseti(L, -2, k + 1);
+  }
+  for (uint32_t t = 0; t < PL_REC_NTYPES; t++) {
+    const char *name = pl_record_type_name(t);
+    lua_pushstring(L, name ? name : "unknown");
+    lua_rawseti(L, -2, S_TYPE(t));
+  }
+  lua_pushliteral(L, "unknown");
+  lua_rawseti(L, -2, S_UNKNOWN);
+  for (int m = 0; m < 8; m++) {
+    lua_pushstring(L, cpumode_names[m]);
+    lua_rawseti(L, -2, S_CPUMODE(m));
+  }
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &strings_anchor);
+}
+
 typedef struct pusher {
   lua_State *L;
   int t;                        /* absolute index of the record table */
+  int s;                        /* absolute index of the strings table */
   pl_keyset set;                /* keys written */
 } pusher;
 
@@ -44,30 +81,40 @@ static void mark(pusher *P, int k) {
   P->set.bits[k >> 6] |= 1ULL << (k & 63);
 }
 
-/* value on top of the stack -> t[key] */
-static void put(pusher *P, int k) {
-  lua_setfield(P->L, P->t, key_names[k]);
+static void key(pusher *P, int k) {
+  lua_rawgeti(P->L, P->s, k + 1);
   mark(P, k);
 }
 
-static void put_int(pusher *P, int k, uint64_t v) {
-  lua_pushinteger(P->L, (lua_Integer)v);
-  put(P, k);
+/* value on top of the stack -> t[key] */
+static void put(pusher *P, int k) {
+  key(P, k);
+  lua_insert(P->L, -2);
+  lua_rawset(P->L, P->t);
 }
 
-static void put_str(pusher *P, int k, const char *s) {
-  lua_pushstring(P->L, s);
-  put(P, k);
+static void put_int(pusher *P, int k, uint64_t v) {
+  key(P, k);
+  lua_pushinteger(P->L, (lua_Integer)v);
+  lua_rawset(P->L, P->t);
+}
+
+static void put_str(pusher *P, int k, int string_index) {
+  key(P, k);
+  lua_rawgeti(P->L, P->s, string_index);
+  lua_rawset(P->L, P->t);
 }
 
 static void put_span(pusher *P, int k, pl_span s) {
+  key(P, k);
   lua_pushlstring(P->L, s.n ? (const char *)s.p : "", s.n);
-  put(P, k);
+  lua_rawset(P->L, P->t);
 }
 
 static void put_true(pusher *P, int k) {
+  key(P, k);
   lua_pushboolean(P->L, 1);
-  put(P, k);
+  lua_rawset(P->L, P->t);
 }
 
 static int has(const pusher *P, int k) {
@@ -102,17 +149,6 @@ void pl_readv_push(lua_State *L, const pl_readv *rv) {
   }
   if (f & PL_F_TOTAL_TIME_ENABLED) field_int(L, "time_enabled", rv->time_enabled);
   if (f & PL_F_TOTAL_TIME_RUNNING) field_int(L, "time_running", rv->time_running);
-}
-
-static const char *cpumode_name(uint16_t misc) {
-  switch (misc & PL_MISC_CPUMODE_MASK) {
-  case 1: return "kernel";
-  case 2: return "user";
-  case 3: return "hypervisor";
-  case 4: return "guest_kernel";
-  case 5: return "guest_user";
-  }
-  return "unknown";
 }
 
 static void push_hex(lua_State *L, const unsigned char *p, size_t n) {
@@ -486,8 +522,9 @@ static void clear_stale(pusher *P, pl_keyset *prev) {
     while (stale) {
       int b = __builtin_ctzll(stale);
       stale &= stale - 1;
+      lua_rawgeti(P->L, P->s, w * 64 + b + 1);
       lua_pushnil(P->L);
-      lua_setfield(P->L, P->t, key_names[w * 64 + b]);
+      lua_rawset(P->L, P->t);
     }
   }
   *prev = P->set;
@@ -499,15 +536,17 @@ void pl_record_push(lua_State *L, const pl_record *r, int status,
   P.L = L;
   P.set.bits[0] = P.set.bits[1] = 0;
   if (t == 0) {
-    lua_createtable(L, 0, r->type == PL_REC_SAMPLE ? 10 : 8);
+    lua_createtable(L, 0, r->type == PL_REC_SAMPLE ? 9 : 8);
     P.t = lua_gettop(L);
   } else {
     P.t = lua_absindex(L, t);
   }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &strings_anchor);
+  P.s = lua_gettop(L);
   const char *name = pl_record_type_name(r->type);
-  put_str(&P, K_type, name ? name : "unknown");
+  put_str(&P, K_type, name ? S_TYPE(r->type) : S_UNKNOWN);
   put_int(&P, K_misc, r->misc);
-  put_str(&P, K_cpumode, cpumode_name(r->misc));
+  put_str(&P, K_cpumode, S_CPUMODE(r->misc & PL_MISC_CPUMODE_MASK));
   if (status != PL_DECODE_OK || !r->known) {
     if (!name) put_int(&P, K_type_id, r->type);
     lua_pushlstring(L, r->avail ? (const char *)r->p : "", r->avail);
@@ -530,4 +569,5 @@ void pl_record_push(lua_State *L, const pl_record *r, int status,
     push_sid(&P, r);
   }
   if (keys) clear_stale(&P, keys);
+  lua_settop(L, P.t);     /* drops the strings table; a fresh table stays */
 }

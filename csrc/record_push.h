@@ -32,6 +32,9 @@ typedef struct pl_keyset {
 void pl_record_push(lua_State *L, const pl_record *r, int status,
                     const char *why, int t, pl_keyset *keys);
 
+/* Makes the key strings the pushers use (once, when the module opens). */
+void pl_record_push_init(lua_State *L);
+
 /* Pushes the Lua table for a struct read_format. */
 void pl_readv_push(lua_State *L, const pl_readv *rv);
 

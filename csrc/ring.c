@@ -61,7 +61,6 @@ static void ring_release(pl_ring *r) {
   r->nlayouts = 0;
   free(r->rb.scratch);
   r->rb.scratch = NULL;
-  r->fd = -1;
 }
 
 static int rb_close(lua_State *L) {
@@ -90,12 +89,12 @@ static int rb_tostring(lua_State *L) {
   if (lua_getiuservalue(L, 1, 1) == LUA_TUSERDATA &&
       lua_getiuservalue(L, -1, 1) == LUA_TSTRING)
     name = lua_tostring(L, -1);
-  if (r->fd < 0)
+  if (!r->ev)
     lua_pushfstring(L, "perf.ring (%d bytes, %d pending)", (int)r->rb.size,
                     (int)ring_pending(r));
   else
     lua_pushfstring(L, "perf.ring \"%s\" (fd %d, %d pages%s, %I bytes pending, %I lost)",
-                    name, r->fd, (int)r->pages,
+                    name, pl_ring_fd(r), (int)r->pages,
                     r->backward ? ", overwrite" : "",
                     (lua_Integer)ring_pending(r), (lua_Integer)r->lost);
   return 1;
@@ -151,6 +150,41 @@ void pl_event_ext(lua_State *L, int evidx) {
     lua_pushvalue(L, -1);
     lua_setiuservalue(L, evidx, 3);
   }
+}
+
+/* The event's ring is held weakly (ext.ring[1]), so a ring the program
+** drops can be collected: the event does not keep it alive. */
+void pl_event_set_ring(lua_State *L, int evidx, int ringidx) {
+  ringidx = lua_absindex(L, ringidx);
+  pl_event_ext(L, evidx);
+  if (lua_getfield(L, -1, "ring") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 1, 0);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "ring");
+  }
+  lua_pushvalue(L, ringidx);
+  lua_rawseti(L, -2, 1);
+  lua_pop(L, 2);
+}
+
+pl_ring *pl_event_ring(lua_State *L, int evidx) {
+  pl_ring *r = NULL;
+  int top = lua_gettop(L);
+  pl_event_ext(L, evidx);
+  if (lua_getfield(L, -1, "ring") == LUA_TTABLE &&
+      lua_rawgeti(L, -1, 1) == LUA_TUSERDATA) {
+    r = pl_to_ring(L, -1);
+    if (!r->base) r = NULL;
+  }
+  if (!r) lua_pushnil(L);
+  lua_copy(L, -1, top + 1);
+  lua_settop(L, top + 1);
+  return r;
 }
 
 /* ---- ev:mmap([pages]) ---- */
@@ -210,15 +244,12 @@ static int ev_mmap(lua_State *L) {
     return luaL_error(L, "cannot map an event in a forked child");
 
   /* one ring per event: a second consumer would corrupt data_tail */
-  pl_event_ext(L, 1);
-  if (lua_getfield(L, -1, "ring") == LUA_TUSERDATA) {
-    pl_ring *old = pl_to_ring(L, -1);
-    if (old->base)
-      return luaL_error(L, "this event already has a ring buffer (%s); "
-                        "close it first", luaL_tolstring(L, -1, NULL));
-  }
+  if (pl_event_ring(L, 1))
+    return luaL_error(L, "this event already has a ring buffer (%s); "
+                      "close it first", luaL_tolstring(L, -1, NULL));
   lua_pop(L, 1);
   /* a mapping made for ev:userpage() would pin the size: drop it */
+  pl_event_ext(L, 1);
   if (lua_getfield(L, -1, "userpage") == LUA_TUSERDATA)
     pl_userpage_unmap(L, -1);
   lua_pop(L, 2);
@@ -229,10 +260,8 @@ static int ev_mmap(lua_State *L) {
 
   pl_ring *r = lua_newuserdatauv(L, sizeof *r, 2);
   memset(r, 0, sizeof *r);
-  r->fd = -1;
   luaL_setmetatable(L, PL_RING_MT);
   r->rb.scratch = malloc(PL_RBUF_SCRATCH);
-  r->layouts = NULL;
   if (!r->rb.scratch) return luaL_error(L, "not enough memory");
   pl_layout l;
   layout_from_event(ev, &l);
@@ -262,15 +291,12 @@ static int ev_mmap(lua_State *L) {
   uint64_t size = r->meta->data_size ? r->meta->data_size : (uint64_t)pages * psz;
   r->rb.data = (unsigned char *)p + off;
   r->rb.size = size;
-  r->fd = ev->fd;
+  r->ev = ev;
   r->owner = pl_self();
 
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
-  pl_event_ext(L, 1);
-  lua_pushvalue(L, -2);
-  lua_setfield(L, -2, "ring");
-  lua_pop(L, 1);
+  pl_event_set_ring(L, 1, -1);
   return 1;
 }
 
@@ -282,7 +308,6 @@ int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
   const char *s = luaL_checklstring(L, bytes_idx, &len);
   pl_ring *r = lua_newuserdatauv(L, sizeof *r, 2);
   memset(r, 0, sizeof *r);
-  r->fd = -1;
   luaL_setmetatable(L, PL_RING_MT);
   uint64_t size = 64;
   while (size < len) size *= 2;
@@ -310,8 +335,9 @@ int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
 static int rb_attach(lua_State *L) {
   pl_ring *r = pl_check_ring(L, 1);
   pl_event *ev = pl_check_event(L, 2);
-  if (r->fd < 0) return luaL_error(L, "this ring is not mapped from an event");
-  if (ev->fd == r->fd) return luaL_argerror(L, 2, "the ring's own event");
+  if (!r->ev) return luaL_error(L, "this ring is not mapped from an event");
+  if (r->ev->fd < 0) return luaL_error(L, "the ring's event is closed");
+  if (ev == r->ev) return luaL_argerror(L, 2, "the ring's own event");
   uint64_t id;
   int err = event_id(ev, &id);
   if (err) return pl_fail(L, err, "attach: PERF_EVENT_IOC_ID", NULL);
@@ -319,7 +345,7 @@ static int rb_attach(lua_State *L) {
   layout_from_event(ev, &l);
   size_t before = r->nlayouts;
   ring_add_layout(L, r, &l);       /* raises if ids could not be told apart */
-  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
+  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, r->ev->fd) < 0) {
     err = errno;
     r->nlayouts = before;
     const char *why;
@@ -417,7 +443,8 @@ static int any_pending(pl_ring **v, size_t n) {
 static int all_hung_up(pl_ring **v, size_t n) {
   size_t hung = 0;
   for (size_t i = 0; i < n; i++) {
-    if (v[i]->fd < 0 || pl_signal_exhausted(v[i]->fd)) v[i]->hup = 1;
+    int fd = pl_ring_fd(v[i]);       /* a byte stream or a closed event ends */
+    if (fd < 0 || pl_signal_exhausted(fd)) v[i]->hup = 1;
     hung += v[i]->hup != 0;
   }
   return hung == n;
@@ -438,7 +465,7 @@ static int poll_rings(lua_State *L, pl_ring **v, size_t n, lua_Integer timeout) 
     nfds_t k = 0;
     for (size_t i = 0; i < n; i++)
       if (!v[i]->hup) {
-        pfd[k].fd = v[i]->fd;
+        pfd[k].fd = pl_ring_fd(v[i]);
         pfd[k].events = POLLIN;
         pfd[k].revents = 0;
         k++;
@@ -459,7 +486,7 @@ static int poll_rings(lua_State *L, pl_ring **v, size_t n, lua_Integer timeout) 
         return pl_fail(L, EBADF, "poll", "the event's file is no longer valid");
       if (pfd[j].revents & POLLHUP)
         for (size_t i = 0; i < n; i++)
-          if (v[i]->fd == pfd[j].fd) v[i]->hup = 1;
+          if (pl_ring_fd(v[i]) == pfd[j].fd) v[i]->hup = 1;
     }
     /* POLLIN may come with an empty ring: wait on unless data is there */
     if (any_pending(v, n)) { lua_pushboolean(L, 1); return 1; }
@@ -626,6 +653,7 @@ void pl_open_ring(lua_State *L) {
   }
   lua_pop(L, 1);
   pl_event_methods(L, event_methods);
+  pl_record_push_init(L);
   pl_open_ring_iter(L);
   pl_open_decode(L);
   lua_pushcfunction(L, l_poll);

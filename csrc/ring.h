@@ -29,7 +29,7 @@ typedef struct pl_ring {
   struct perf_event_mmap_page *meta;  /* control page */
   struct perf_event_mmap_page own;    /* control page of a private copy */
   pl_rbuf rb;
-  int fd;                       /* the mapped event's fd (-1 for a copy) */
+  pl_event *ev;                 /* the mapped event (uv1 keeps it); NULL for a copy */
   int backward;                 /* write_backward: read-only, read newest first */
   pid_t owner;                  /* process that mapped it */
   size_t pages;                 /* data pages */
@@ -42,6 +42,11 @@ typedef struct pl_ring {
   pl_layouts set;
   const char *demux_why;        /* why the set cannot be demultiplexed, or NULL */
 } pl_ring;
+
+/* The fd of the ring's event, -1 for a byte stream or a closed event. */
+static inline int pl_ring_fd(const pl_ring *r) {
+  return r->ev ? r->ev->fd : -1;
+}
 
 /* The process id as of now (kept current across fork by an atfork hook). */
 pid_t pl_self(void);
@@ -75,6 +80,11 @@ static inline uint64_t pl_ring_tail(const pl_ring *r) {
 int pl_ring_read(lua_State *L, pl_ring *r, uint64_t head, pl_record *rec,
                  int *status, const char **why);
 void pl_ring_consume(pl_ring *r, const pl_record *rec);
+
+/* Records the ring at ringidx as the event's (weakly held). */
+void pl_event_set_ring(lua_State *L, int evidx, int ringidx);
+/* The event's open ring, pushed (or nil pushed and NULL returned). */
+pl_ring *pl_event_ring(lua_State *L, int evidx);
 
 /* Pushes a perf.ring reading a private copy of the string at bytes_idx,
 ** decoded with the n layouts. */

@@ -2,8 +2,10 @@
 ** ring_iter.c: the record iterators.
 **
 **   for rec in rb:records([t]) do ... end        records available now
+**   for ip, tid in rb:samples("ip", "tid") do    their samples, as values
 **   for rec in rb:snapshot([t]) do ... end       overwrite ring, newest first
 **   for rec in perf.core.merge(rings [, t]) do   several rings, time order
+**   for ip in perf.core.merge(rings, "ip") do    ... as values
 **
 ** Each is a Lua 5.4 generic for: iterator function, state, nil, and the
 ** state again as the closing value, so `break` closes the iterator. The
@@ -15,9 +17,14 @@
 ** cannot keep a loop running forever. Each record is decoded and pushed,
 ** and only then is data_tail advanced past it.
 **
-** The fast path: given a table t, every record is written into t instead
-** of a fresh table (keys the previous record set and this one does not
-** are cleared), and t is what the loop receives. Nested values are fresh.
+** Two ways around building a table per record:
+** - a reused table: given a table t, every record is written into t
+**   (keys the previous record set and this one does not are cleared), and
+**   t is what the loop receives. Nested values are still fresh tables.
+** - values: samples(field, ...) yields the named sample fields as plain
+**   values, nothing allocated. Other records are consumed on the way (lost
+**   counts still add up in rb:lost()); a sample that does not decode
+**   raises.
 */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,8 +37,33 @@
 
 enum { IT_RECORDS, IT_SNAPSHOT, IT_MERGE };
 
+/* sample fields samples() can yield, and the sample_type bit each needs */
+#define FIELDS(X) \
+  X(identifier, PL_S_IDENTIFIER) X(ip, PL_S_IP) X(pid, PL_S_TID) \
+  X(tid, PL_S_TID) X(time, PL_S_TIME) X(addr, PL_S_ADDR) X(id, PL_S_ID) \
+  X(stream_id, PL_S_STREAM_ID) X(cpu, PL_S_CPU) X(period, PL_S_PERIOD) \
+  X(weight, PL_S_WEIGHT_TYPE) X(data_src, PL_S_DATA_SRC) \
+  X(transaction, PL_S_TRANSACTION) X(phys_addr, PL_S_PHYS_ADDR) \
+  X(cgroup, PL_S_CGROUP) X(data_page_size, PL_S_DATA_PAGE_SIZE) \
+  X(code_page_size, PL_S_CODE_PAGE_SIZE) X(raw, PL_S_RAW) X(misc, 0) \
+  X(cpumode, 0)
+#define F_ENUM(f, bit) F_##f,
+enum { FIELDS(F_ENUM) F_COUNT };
+#define F_NAME(f, bit) #f,
+static const char *const field_names[F_COUNT + 1] = { FIELDS(F_NAME) NULL };
+#define F_BIT(f, bit) bit,
+static const uint64_t field_bits[F_COUNT] = { FIELDS(F_BIT) };
+#define MAX_FIELDS 16
+
+static const char *const cpumodes[8] = {
+  "unknown", "kernel", "user", "hypervisor", "guest_kernel", "guest_user",
+  "unknown", "unknown",
+};
+
 typedef struct pl_iter {
   int kind;
+  int nfields;                  /* > 0: yield these sample fields as values */
+  unsigned char fields[MAX_FIELDS];
   int done;                     /* reached its end, or closed */
   int closed;                   /* closed by break, __close or __gc */
   int reuse;                    /* uv2 is the table to refill */
@@ -76,31 +108,95 @@ static int finish(lua_State *L, pl_iter *it) {
   return 1;
 }
 
+/* Pushes one sample field. */
+static void push_field(lua_State *L, int f, const pl_record *r) {
+  const pl_sample *s = &r->u.sample;
+  uint64_t v = 0;
+  switch (f) {
+  case F_identifier: v = s->identifier; break;
+  case F_ip: v = s->ip; break;
+  case F_pid: v = s->pid; break;
+  case F_tid: v = s->tid; break;
+  case F_time: v = s->time; break;
+  case F_addr: v = s->addr; break;
+  case F_id: v = s->id; break;
+  case F_stream_id: v = s->stream_id; break;
+  case F_cpu: v = s->cpu; break;
+  case F_period: v = s->period; break;
+  case F_weight: v = s->weight; break;
+  case F_data_src: v = s->data_src; break;
+  case F_transaction: v = s->transaction; break;
+  case F_phys_addr: v = s->phys_addr; break;
+  case F_cgroup: v = s->cgroup; break;
+  case F_data_page_size: v = s->data_page_size; break;
+  case F_code_page_size: v = s->code_page_size; break;
+  case F_misc: v = r->misc; break;
+  case F_raw:
+    lua_pushlstring(L, s->raw.n ? (const char *)s->raw.p : "", s->raw.n);
+    return;
+  case F_cpumode:
+    lua_pushstring(L, cpumodes[r->misc & PL_MISC_CPUMODE_MASK]);
+    return;
+  }
+  lua_pushinteger(L, (lua_Integer)v);
+}
+
+/* Yields the record the iterator's way: the number of values pushed, or
+** 0 when samples() passes over a record that is not a sample. */
+static int emit(lua_State *L, pl_iter *it, const pl_record *rec, int status,
+                const char *why) {
+  if (it->nfields == 0) {
+    pl_record_push(L, rec, status, why, target(L, it), &it->keys);
+    return 1;
+  }
+  if (rec->type != PL_REC_SAMPLE) return 0;
+  if (status != PL_DECODE_OK || !rec->known) {
+    if (status == PL_DECODE_OK)
+      return luaL_error(L, "sample record: %s", why ? why : "not decoded");
+    return luaL_error(L, "sample record: %s%s%s", pl_decode_strerror(status),
+                      why ? ": " : "", why ? why : "");
+  }
+  luaL_checkstack(L, it->nfields, "too many fields");
+  for (int i = 0; i < it->nfields; i++) push_field(L, it->fields[i], rec);
+  return it->nfields;
+}
+
 static int step_records(lua_State *L, pl_iter *it) {
   pl_ring *r = it->ring;
   check_ring_open(L, r);
-  pl_record rec;
-  int status;
-  const char *why;
-  if (!pl_ring_read(L, r, it->head, &rec, &status, &why)) return finish(L, it);
-  pl_record_push(L, &rec, status, why, target(L, it), &it->keys);
-  pl_ring_consume(r, &rec);
-  return 1;
+  for (;;) {
+    pl_record rec;
+    int status, n;
+    const char *why;
+    if (!pl_ring_read(L, r, it->head, &rec, &status, &why)) return finish(L, it);
+    /* passed over or raising: consumed first (emit then reads nothing
+    ** from the ring), so a raise cannot repeat */
+    if (it->nfields && (rec.type != PL_REC_SAMPLE || status != PL_DECODE_OK || !rec.known)) {
+      pl_ring_consume(r, &rec);
+      if ((n = emit(L, it, &rec, status, why)) > 0) return n;
+      continue;
+    }
+    n = emit(L, it, &rec, status, why);
+    pl_ring_consume(r, &rec);
+    return n;
+  }
 }
 
 static int step_snapshot(lua_State *L, pl_iter *it) {
   check_ring_open(L, it->ring);
-  if (it->snap_len - it->snap_off < 8) return finish(L, it);
-  const unsigned char *p = it->snap + it->snap_off;
-  size_t size = pl_u16at(p + 6);
-  if (size < 8 || size > it->snap_len - it->snap_off) return finish(L, it);
-  pl_record rec;
-  const char *lwhy = NULL, *dwhy = NULL;
-  const pl_layout *lay = pl_layouts_find(&it->ring->set, p, size, &lwhy);
-  int status = pl_decode(p, size, lay, &rec, &dwhy);
-  pl_record_push(L, &rec, status, dwhy ? dwhy : lwhy, target(L, it), &it->keys);
-  it->snap_off += size;
-  return 1;
+  for (;;) {
+    if (it->snap_len - it->snap_off < 8) return finish(L, it);
+    const unsigned char *p = it->snap + it->snap_off;
+    size_t size = pl_u16at(p + 6);
+    if (size < 8 || size > it->snap_len - it->snap_off) return finish(L, it);
+    pl_record rec;
+    const char *lwhy = NULL, *dwhy = NULL;
+    const pl_layout *lay = pl_layouts_find(&it->ring->set, p, size, &lwhy);
+    int status = pl_decode(p, size, lay, &rec, &dwhy);
+    it->snap_off += size;
+    int n = emit(L, it, &rec, status, dwhy ? dwhy : lwhy);
+    if (n > 0) return n;
+  }
 }
 
 /* The time of slot s's next record (0 when it has none: such records come
@@ -121,23 +217,32 @@ static void merge_peek(merge_slot *s) {
 }
 
 static int step_merge(lua_State *L, pl_iter *it) {
-  merge_slot *best = NULL;
-  for (size_t i = 0; i < it->n; i++) {
-    merge_slot *s = &it->slots[i];
-    check_ring_open(L, s->ring);
-    if (!s->peeked) merge_peek(s);
-    if (s->peeked > 0 && (!best || s->time < best->time)) best = s;
+  for (;;) {
+    merge_slot *best = NULL;
+    for (size_t i = 0; i < it->n; i++) {
+      merge_slot *s = &it->slots[i];
+      check_ring_open(L, s->ring);
+      if (!s->peeked) merge_peek(s);
+      if (s->peeked > 0 && (!best || s->time < best->time)) best = s;
+    }
+    if (!best) return finish(L, it);
+    pl_record rec;
+    int status, n;
+    const char *why;
+    best->peeked = 0;
+    if (!pl_ring_read(L, best->ring, best->head, &rec, &status, &why)) {
+      best->peeked = -1;
+      continue;
+    }
+    if (it->nfields && (rec.type != PL_REC_SAMPLE || status != PL_DECODE_OK || !rec.known)) {
+      pl_ring_consume(best->ring, &rec);
+      if ((n = emit(L, it, &rec, status, why)) > 0) return n;
+      continue;
+    }
+    n = emit(L, it, &rec, status, why);
+    pl_ring_consume(best->ring, &rec);
+    return n;
   }
-  if (!best) return finish(L, it);
-  pl_record rec;
-  int status;
-  const char *why;
-  best->peeked = 0;
-  if (!pl_ring_read(L, best->ring, best->head, &rec, &status, &why))
-    return finish(L, it);
-  pl_record_push(L, &rec, status, why, target(L, it), &it->keys);
-  pl_ring_consume(best->ring, &rec);
-  return 1;
 }
 
 /* The iterator function: a closure over its pl_iter, so the arguments the
@@ -200,6 +305,40 @@ static int push_for(lua_State *L) {
   return 4;
 }
 
+/* Reads the field names at first.. into it->fields, checking each against
+** the sample_type of every layout of the rings given. */
+static void check_fields(lua_State *L, pl_iter *it, int first,
+                         pl_ring **rings, size_t nrings) {
+  int top = lua_gettop(L);
+  if (top < first) luaL_error(L, "samples: name at least one field");
+  if (top - first + 1 > MAX_FIELDS) luaL_error(L, "samples: at most %d fields", MAX_FIELDS);
+  for (int i = first; i <= top; i++) {
+    int f = luaL_checkoption(L, i, NULL, field_names);
+    for (size_t k = 0; k < nrings; k++)
+      for (size_t j = 0; j < rings[k]->nlayouts; j++)
+        if ((rings[k]->layouts[j].sample_type & field_bits[f]) != field_bits[f])
+          luaL_error(L, "samples: field '%s' is not in the sample_type of "
+                     "every event writing here", field_names[f]);
+    it->fields[it->nfields++] = (unsigned char)f;
+  }
+}
+
+/* rb:samples(field, ...) */
+static int rb_samples(lua_State *L) {
+  pl_ring *r = pl_check_ring(L, 1);
+  if (r->backward)
+    return luaL_error(L, "this ring is in overwrite mode (write_backward): "
+                      "read it with rb:snapshot()");
+  pl_iter *it = new_iter(L, IT_RECORDS, 1, 0, 0);
+  lua_rotate(L, 2, 1);            /* the iterator below the field names */
+  check_fields(L, it, 3, &r, 1);
+  lua_settop(L, 2);
+  it->ring = r;
+  it->head = pl_ring_head(r);
+  it->done = 0;
+  return push_for(L);
+}
+
 /* rb:records([t]) */
 static int rb_records(lua_State *L) {
   pl_ring *r = pl_check_ring(L, 1);
@@ -225,7 +364,8 @@ static int rb_snapshot(lua_State *L) {
   /* the copy's room is allocated before pausing, so nothing can raise
   ** while the output is paused */
   unsigned char *copy = lua_newuserdatauv(L, (size_t)r->rb.size, 0);
-  if (ioctl(r->fd, PERF_EVENT_IOC_PAUSE_OUTPUT, 1) < 0) {
+  if (pl_ring_fd(r) < 0) return luaL_error(L, "the ring's event is closed");
+  if (ioctl(pl_ring_fd(r), PERF_EVENT_IOC_PAUSE_OUTPUT, 1) < 0) {
     int err = errno;      /* iterators raise: the message pl_fail builds */
     pl_fail(L, err, "snapshot: PERF_EVENT_IOC_PAUSE_OUTPUT", NULL);
     lua_pop(L, 1);
@@ -234,7 +374,7 @@ static int rb_snapshot(lua_State *L) {
   uint64_t head = pl_ring_head(r);
   uint64_t n = pl_rbuf_backward_extent(&r->rb, head);
   pl_rbuf_copy(&r->rb, head, copy, (size_t)n);
-  ioctl(r->fd, PERF_EVENT_IOC_PAUSE_OUTPUT, 0);
+  ioctl(pl_ring_fd(r), PERF_EVENT_IOC_PAUSE_OUTPUT, 0);
   lua_setiuservalue(L, -2, 3);
   it->snap = copy;
   it->snap_len = (size_t)n;
@@ -242,9 +382,11 @@ static int rb_snapshot(lua_State *L) {
   return push_for(L);
 }
 
-/* perf.core.merge(rings [, t]): the rings' available records in time order */
+/* perf.core.merge(rings [, t | field, ...]): the rings' available records
+** in time order, as tables or as sample field values */
 static int l_merge(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
+  int fields = lua_type(L, 2) == LUA_TSTRING;
   size_t n = (size_t)lua_rawlen(L, 1);
   if (n > 4096) return luaL_argerror(L, 1, "at most 4096 rings");
   for (size_t i = 1; i <= n; i++) {
@@ -261,7 +403,7 @@ static int l_merge(lua_State *L) {
     lua_rawseti(L, -2, (lua_Integer)i);
   }
   int list = lua_gettop(L);
-  pl_iter *it = new_iter(L, IT_MERGE, list, 2, n * sizeof(merge_slot));
+  pl_iter *it = new_iter(L, IT_MERGE, list, fields ? 0 : 2, n * sizeof(merge_slot));
   it->n = n;
   it->slots = (merge_slot *)(it + 1);
   for (size_t i = 0; i < n; i++) {
@@ -269,6 +411,16 @@ static int l_merge(lua_State *L) {
     it->slots[i].ring = pl_to_ring(L, -1);
     it->slots[i].head = pl_ring_head(it->slots[i].ring);
     lua_pop(L, 1);
+  }
+  if (fields) {
+    pl_ring *v[64];
+    size_t k = 0;
+    /* checks against the layouts of (up to 64 of) the rings */
+    for (size_t i = 0; i < n && k < 64; i++) v[k++] = it->slots[i].ring;
+    lua_remove(L, list);          /* kept by the iterator (uv1) */
+    lua_rotate(L, 2, 1);          /* iterator at 2, field names after it */
+    check_fields(L, it, 3, v, k);
+    lua_settop(L, 2);
   }
   it->done = 0;
   return push_for(L);
@@ -283,6 +435,7 @@ static const luaL_Reg iter_meta[] = {
 
 static const luaL_Reg ring_methods[] = {
   { "records", rb_records },
+  { "samples", rb_samples },
   { "snapshot", rb_snapshot },
   { NULL, NULL }
 };

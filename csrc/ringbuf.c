@@ -17,9 +17,14 @@ void pl_rbuf_copy(const pl_rbuf *rb, uint64_t pos, void *dst, size_t n) {
 /* header.size of the record at pos (the header may wrap if a writer ever
 ** broke 8-byte alignment; copying it costs nothing). */
 static size_t header_size(const pl_rbuf *rb, uint64_t pos) {
-  unsigned char h[8];
-  pl_rbuf_copy(rb, pos, h, 8);
-  return (size_t)h[6] | ((size_t)h[7] << 8);
+  size_t off = (size_t)(pos & (rb->size - 1));
+  const unsigned char *h = rb->data + off + 6;
+  unsigned char copy[8];
+  if (off + 8 > rb->size) {
+    pl_rbuf_copy(rb, pos, copy, 8);
+    h = copy + 6;
+  }
+  return (size_t)h[0] | ((size_t)h[1] << 8);
 }
 
 int pl_rbuf_next(const pl_rbuf *rb, uint64_t head, uint64_t pos,

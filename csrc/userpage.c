@@ -49,12 +49,11 @@ static volatile struct perf_event_mmap_page *page_of(lua_State *L, int evidx,
                                                      int *nret) {
   pl_event *ev = pl_check_event(L, evidx);
   volatile struct perf_event_mmap_page *pg = NULL;
+  pl_ring *r = pl_event_ring(L, evidx);
+  if (r) pg = r->meta;
+  lua_pop(L, 1);
   pl_event_ext(L, evidx);
   int ext = lua_gettop(L);
-  if (lua_getfield(L, ext, "ring") == LUA_TUSERDATA) {
-    pl_ring *r = pl_to_ring(L, -1);
-    if (r->base && r->fd >= 0) pg = r->meta;
-  }
   if (!pg && lua_getfield(L, ext, "userpage") == LUA_TUSERDATA) {
     userpage *u = luaL_checkudata(L, -1, PL_USERPAGE_MT);
     pg = u->base;

@@ -392,6 +392,33 @@ describe("perf.core.stream", function()
     assert.is_nil(t.sample_id)           -- the comm's trailer went with it
   end)
 
+  it("yields sample fields as values on rb:samples, passing over other records", function()
+    local rb = core.stream(bytes, lay)
+    local got = {}
+    for ip, tid, time, cpumode in rb:samples("ip", "tid", "time", "cpumode") do
+      got[#got + 1] = { ip, tid, time, cpumode }
+    end
+    assert.same({ { 1, 2, 10, "user" }, { 2, 2, 20, "user" }, { 3, 2, 30, "user" } }, got)
+    assert.equal(0, rb:pending())
+  end)
+
+  it("refuses sample fields the layout does not have, and raises on a bad sample", function()
+    local rb = core.stream(bytes, lay)
+    local ok, err = pcall(rb.samples, rb, "ip", "addr")
+    assert.is_false(ok)
+    assert.matches("field 'addr' is not in the sample_type", err)
+    assert.has_error(function() rb:samples() end)
+    assert.has_error(function() rb:samples("nosuchfield") end)
+    local bad = core.stream(sample(1) .. record(9, 0, u64(5)) .. sample(2), lay)
+    local n = 0
+    ok, err = pcall(function() for _ in bad:samples("ip") do n = n + 1 end end)
+    assert.is_false(ok)
+    assert.matches("sample record: field runs past the end of the record: tid", err)
+    assert.equal(1, n)
+    for ip in bad:samples("ip") do assert.equal(2, ip) n = n + 1 end
+    assert.equal(2, n)
+  end)
+
   it("stops with an error on a header smaller than 8 and discards the rest", function()
     local rb = core.stream(sample(1) .. string.pack("<I4I2I2", 9, 0, 0) .. sample(2), lay)
     local n = 0

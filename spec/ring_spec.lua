@@ -161,6 +161,25 @@ describe("samples", function()
     ev:close()
   end)
 
+  it("come out as plain values from rb:samples", function()
+    local ev = tp({ "ip", "tid", "time", "cpu", "period" }, { sample_id_all = true, task = true })
+    local rb = assert(ev:mmap(4))
+    ev:enable()
+    opens(20)
+    os.execute("true")                  -- a fork record among the samples
+    ev:disable()
+    local n, last = 0, 0
+    for ip, tid, time, cpu, period in rb:samples("ip", "tid", "time", "cpu", "period") do
+      n = n + 1
+      assert.is_true(ip > 0 and time >= last and cpu >= 0)
+      assert.same({ PID, 1 }, { tid, period })
+      last = time
+    end
+    assert.equal(20, n)
+    assert.equal(0, rb:pending())
+    ev:close()
+  end)
+
   it("come out in a reused table on the fast path", function()
     local ev = tp({ "ip", "tid", "time", "cpu", "period" })
     local rb = assert(ev:mmap(4))
@@ -498,6 +517,30 @@ describe("refusals and lifecycle", function()
     assert.equal(before, H.fd_count())
   end)
 
+  it("lets a dropped ring be collected, so the event can be mapped again", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    rb = nil                                        -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    assert.equal(4, assert(ev:mmap(4)):stats().pages)
+    ev:close()
+  end)
+
+  it("drains after its event is closed, then reports a hangup", function()
+    local ev = tp({ "tid" })
+    local rb = assert(ev:mmap(1))
+    ev:enable() opens(3) ev:disable()
+    ev:close()
+    assert.is_true(rb:poll(0))
+    local n = 0
+    for _ in rb:records() do n = n + 1 end
+    assert.equal(3, n)
+    assert.same({ nil, "hangup" }, { rb:poll(100) })
+    assert.has_error(function() rb:attach(tp({ "tid" })) end, "the ring's event is closed")
+    rb:close()
+  end)
+
   it("<close> closes the ring", function()
     local ev = tp({ "tid" })
     local keep
@@ -543,5 +586,10 @@ describe("perf.core.merge", function()
     for rec in core.merge({ a, b }) do times[#times + 1] = rec.time end
     assert.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, times)
     assert.same({ nil, "hangup" }, { core.poll({ a, b }, 0) })
+    a = core.stream(s(1) .. s(4), lay)
+    b = core.stream(s(2) .. s(3), lay)
+    times = {}
+    for t in core.merge({ a, b }, "time") do times[#times + 1] = t end
+    assert.same({ 1, 2, 3, 4 }, times)
   end)
 end)

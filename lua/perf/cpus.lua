@@ -115,6 +115,11 @@ function Set:records(t)
   return core.merge(rings(self), t)
 end
 
+--- set:samples(field, ...): the sample fields as values, merged by time
+function Set:samples(...)
+  return core.merge(rings(self), ...)
+end
+
 --- set:poll([timeout_ms]) -> true | false | nil, "hangup"
 function Set:poll(timeout)
   return core.poll(rings(self), timeout)
