@@ -84,16 +84,19 @@ clean:
 
 # ---- ring buffer: decoder fuzzing (libFuzzer, Debian's clang) ----
 # `make fuzz` runs the decoder and ring-walk target for FUZZ_RUNS executions
-# (10 million by default); `make fuzz-short` is the short pass CI runs.
+# (10 million by default); `make fuzz-push` runs the target that also pushes
+# every decoded record into a Lua state; `make fuzz-short` is the short pass
+# of both that CI runs.
 FUZZ_PKGS  = clang libclang-rt-dev
 FUZZ_CC   ?= clang
 FUZZ_RUNS ?= 10000000
 FUZZ_SRCS  = fuzz/fuzz_decode.c csrc/decode.c csrc/ringbuf.c
+FUZZ_PUSH_SRCS = fuzz/fuzz_push.c csrc/decode.c csrc/record_push.c
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Icsrc \
              -Wall -Wextra -pedantic -Wmissing-prototypes -Wshadow \
              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
-.PHONY: fuzz fuzz-short fuzz-deps
+.PHONY: fuzz fuzz-push fuzz-short fuzz-deps
 
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEBIAN_PKGS="$(FUZZ_PKGS)"
@@ -107,8 +110,18 @@ fuzz: fuzz-deps
 	@mkdir -p fuzz/corpus
 	build/fuzz_decode -runs=$(FUZZ_RUNS) -print_final_stats=1 fuzz/corpus fuzz/seeds
 
+build/fuzz_push: $(FUZZ_PUSH_SRCS) csrc/decode.h csrc/record_push.h
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_FLAGS) -I$(LUA_INCDIR) -o $@ $(FUZZ_PUSH_SRCS) -llua5.4
+
+fuzz-push: fuzz-deps
+	$(MAKE) build/fuzz_push
+	@mkdir -p fuzz/corpus-push
+	build/fuzz_push -runs=$(FUZZ_RUNS) -print_final_stats=1 fuzz/corpus-push fuzz/seeds
+
 fuzz-short:
 	$(MAKE) fuzz FUZZ_RUNS=300000
+	$(MAKE) fuzz-push FUZZ_RUNS=100000
 
 # ---- ring buffer: benchmark (root; see bench/ring.lua) ----
 .PHONY: bench bench-ring

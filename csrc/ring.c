@@ -210,7 +210,8 @@ static const char *mmap_hint(int err, const pl_event *ev, size_t pages,
   case EINVAL:
     if (PL_HAS(&ev->attr, PL_FLAG_INHERIT) && ev->cpu == -1)
       return "an inherited per-task event on cpu -1 cannot be mapped: open one "
-             "event per CPU (perf.cpus.open) as perf record does";
+             "event per CPU, as perf record does: require(\"perf.cpus\").open(spec, "
+             "{ pid = ... })";
     return "the event's output is redirected elsewhere (set_output), or it is "
            "already mapped with another size";
   case EPERM: {

@@ -127,7 +127,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned char *area = calloc(1, rsize);
   if (!area) return 0;
   memcpy(area, data, size < rsize ? size : rsize);
-  /* short inputs: also feed the bytes as one contiguous record stream */
   pl_rbuf rb = { area, rsize, scratch };
 
   uint64_t head = start + span % (rsize + 64);

@@ -1,0 +1,87 @@
+-- perf.cpus: one event per CPU, merged rings; and argument checks of the
+-- ring-side calls.
+local perf = require "perf"
+local cpus = require "perf.cpus"
+local H = require "helpers"
+
+local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
+
+describe("perf.cpus", function()
+  it("parses CPU lists and knows the online CPUs", function()
+    assert.same({ 0, 1, 2, 3, 5, 7, 8 }, cpus.parse_list("0-3,5,7-8\n"))
+    assert.has_error(function() cpus.parse_list("0-x") end)
+    local f = assert(io.open("/sys/devices/system/cpu/online"))
+    assert.same(cpus.parse_list(f:read("l")), cpus.online())
+    f:close()
+  end)
+
+  it("opens one event per CPU and merges their samples by time", function()
+    local set = assert(cpus.open { type = "tracepoint", config = OPENAT, sample_period = 1,
+                                   sample_type = { "tid", "time", "cpu", "identifier" } })
+    assert.equal(#cpus.online(), #set)
+    assert.matches("^perf%.cpus %(%d+ CPUs, 0 rings%)", tostring(set))
+    assert.has_error(function() set:records() end, "perf.cpus: no rings yet: call set:mmap() first")
+    assert(set:mmap(4))
+    set:enable()
+    for _ = 1, 40 do io.open("/dev/null"):close() end
+    set:disable()
+    local value = set:read()
+    assert.equal(40, value)
+    assert.equal(40 * 40, set:pending())            -- 40-byte samples
+    local n, last = 0, 0
+    for time, cpu in set:samples("time", "cpu") do
+      n = n + 1
+      assert.is_true(time >= last)
+      assert.is_true(cpu >= 0 and cpu < #set)
+      last = time
+    end
+    assert.equal(40, n)
+    assert.same({ 0, 0, 0 }, { set:lost() })
+    assert.same({ false }, { set:poll(0) })
+    assert.is_true(set:close())
+    assert.is_true(set:close())
+  end)
+
+  it("refuses a single cpu in the target and reports failures per CPU", function()
+    assert.has_error(function() cpus.open({ type = "software", config = 1 }, { cpu = 0 }) end)
+    local set, msg, errno = cpus.open({ type = "software", config = 1 }, { cpus = { 4095 } })
+    assert.is_nil(set)
+    assert.matches("%(on CPU 4095%)$", msg)
+    assert.equal("integer", math.type(errno))
+  end)
+end)
+
+describe("argument checks", function()
+  it("perf.core.poll and merge take lists of rings", function()
+    assert.has_error(function() perf.core.poll({}) end)
+    assert.has_error(function() perf.core.poll({ 1 }) end)
+    assert.has_error(function() perf.core.merge({ {} }) end)
+    local s = perf.core.stream("", { sample_type = { "ip" } })
+    assert.has_error(function() perf.core.poll({ s }, -2) end)
+    assert.has_error(function() perf.core.merge({ s }, "ip", 5) end)
+  end)
+
+  it("layout tables name their fields", function()
+    local ok, err = pcall(perf.core.decode, "", { sample_typ = { "ip" } })
+    assert.is_false(ok)
+    assert.matches("layout: unknown field 'sample_typ' %(did you mean 'sample_type'%?%)", err)
+    assert.has_error(function() perf.core.decode("", { sample_type = { "nope" } }) end)
+    assert.has_error(function() perf.core.decode("", 42) end)
+  end)
+
+  it("notify takes a usable signal number", function()
+    local ev = assert(perf.open { type = "tracepoint", config = OPENAT, sample_period = 1 })
+    assert.has_error(function() ev:notify(9) end)         -- SIGKILL
+    assert.has_error(function() ev:notify(5) end)         -- SIGTRAP is for sigtrap events
+    assert.has_error(function() ev:notify(0) end)
+    ev:close()
+    assert.has_error(function() ev:notify() end, "attempt to use a closed perf event")
+  end)
+
+  it("the iterator says what it is", function()
+    local s = perf.core.stream("", { sample_type = { "ip" } })
+    local _, it = s:records()
+    assert.equal("perf.ring.iter records (open)", tostring(it))
+    for _ in s:records() do end
+  end)
+end)
