@@ -469,17 +469,25 @@ const pl_layout *pl_layouts_find(const pl_layouts *s, const unsigned char *p,
                                  size_t len, const char **why) {
   *why = NULL;
   if (s->n == 0) { *why = "no layout"; return NULL; }
-  if (s->n == 1) return &s->v[0];
+  uint64_t id;
+  if (s->n == 1) {
+    /* a record from an event this ring does not know (redirected with
+    ** set_output behind its back) is caught when ids are known */
+    if (s->v[0].id && pl_record_id(s, p, len, &id) && id != s->v[0].id) {
+      *why = "record id matches no event of this ring (add events with rb:attach)";
+      return NULL;
+    }
+    return &s->v[0];
+  }
   int sample = len >= 8 && pl_u32at(p) == PL_REC_SAMPLE;
   if (sample ? s->same_sample : s->same_other) return &s->v[0];
-  uint64_t id;
   if (!pl_record_id(s, p, len, &id)) {
     *why = "record carries no id to tell which event wrote it";
     return NULL;
   }
   for (size_t i = 0; i < s->n; i++)
     if (s->v[i].id == id) return &s->v[i];
-  *why = "record id matches no event of this ring";
+  *why = "record id matches no event of this ring (add events with rb:attach)";
   return NULL;
 }
 

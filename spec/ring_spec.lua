@@ -394,6 +394,30 @@ describe("set_output", function()
     a:close() b:close()
   end)
 
+  it("flags records of an event redirected behind its back", function()
+    local a = tp({ "identifier", "tid" })
+    local b = assert(perf.open { type = "tracepoint", config = CLOSE, sample_period = 1,
+                                 sample_type = { "identifier", "raw" } })
+    local rb = assert(a:mmap(2))
+    assert(b:set_output(a))
+    a:enable() b:enable()
+    opens(2)
+    a:disable() b:disable()
+    local good, flagged = 0, 0
+    for rec in rb:records() do
+      if rec.error then
+        flagged = flagged + 1
+        assert.matches("record id matches no event of this ring %(add events with rb:attach%)", rec.error)
+        assert.equal(b:id(), string.unpack("<i8", rec.raw, 9))
+      else
+        good = good + 1
+        assert.equal(a:id(), rec.identifier)
+      end
+    end
+    assert.same({ 2, 2 }, { good, flagged })
+    a:close() b:close()
+  end)
+
   it("refuses to attach an event it could not tell apart", function()
     local a = tp({ "ip", "tid" })
     local b = assert(perf.open { type = "tracepoint", config = CLOSE, sample_period = 1,
