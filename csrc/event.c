@@ -224,12 +224,42 @@ static int read_failed(lua_State *L, int err) {
   return fail(L, err, "ev:read", err == ENOSPC ? "the group has too many members to read at once" : NULL);
 }
 
+/* ev:read is the hot path: its closure holds the metatable (upvalue 1), so
+** the type check is a pointer comparison; luaL_checkudata's registry lookup
+** by name costs a third of what ev:read may add to the read(2) itself. */
+static pl_event *check_event_fast(lua_State *L) {
+  pl_event *ev = (pl_event *)lua_touserdata(L, 1);
+  if (!ev || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
+    return pl_check_event(L, 1);
+  lua_pop(L, 1);
+  if (ev->fd < 0) luaL_error(L, "attempt to use a closed perf event");
+  return ev;
+}
+
 /* ev:read() -> value, time_enabled, time_running [, lost] */
 static int l_read(lua_State *L) {
-  pl_event *ev = pl_check_event(L, 1);
+  pl_event *ev = check_event_fast(L);
   uint64_t v, en, run, lost;
   uint64_t rf = ev->attr.read_format;
-  int err = pl_event_read(ev, &v, &en, &run, &lost);
+  int err;
+  if (!(rf & PERF_FORMAT_GROUP)) {
+    /* one event alone, read in place: value, [enabled], [running], [id],
+    ** [lost] (uapi: struct read_format without PERF_FORMAT_GROUP) */
+    uint64_t buf[5];
+    ssize_t n = read(ev->fd, buf, sizeof buf);
+    int k = 1;
+    if (n <= 0) return read_failed(L, n < 0 ? errno : -1);
+    lua_pushinteger(L, (lua_Integer)buf[0]);
+    if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) lua_pushinteger(L, (lua_Integer)buf[k++]);
+    else lua_pushnil(L);
+    if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) lua_pushinteger(L, (lua_Integer)buf[k++]);
+    else lua_pushnil(L);
+    if (!(rf & PERF_FORMAT_LOST)) return 3;
+    if (rf & PERF_FORMAT_ID) k++;
+    lua_pushinteger(L, (lua_Integer)buf[k]);
+    return 4;
+  }
+  err = pl_event_read(ev, &v, &en, &run, &lost);
   if (err) return read_failed(L, err);
   lua_pushinteger(L, (lua_Integer)v);
   if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) lua_pushinteger(L, (lua_Integer)en);
@@ -524,6 +554,9 @@ void pl_open_event(lua_State *L) {
   luaL_newmetatable(L, PL_EVENT_MT);
   luaL_setfuncs(L, metamethods, 0);
   luaL_newlib(L, methods);
+  lua_pushvalue(L, -2);
+  lua_pushcclosure(L, l_read, 1);
+  lua_setfield(L, -2, "read");
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   lua_pushcfunction(L, l_open);

@@ -121,6 +121,11 @@ function perf.open(spec, target)
   local ok, attr, name, extra = pcall(perf.attr, spec)
   if not ok then error(strip(attr), 2) end
   if not attr then return nil, "perf.open " .. name, extra end
+  -- a group member opens enabled (unless told): enabling the leader starts it
+  if type(target) == "table" and target.group ~= nil
+      and not (type(spec) == "table" and spec.disabled ~= nil) then
+    attr.disabled = false
+  end
   local ev, msg, errno
   ok, ev, msg, errno = pcall(core.open, attr, target_of(target), name)
   if not ok then error(strip(ev), 2) end
@@ -142,6 +147,8 @@ local lazy = {
     local uprobe = require "perf.uprobe"
     return function(binary, where, opts) return uprobe.uprobe(perf, binary, where, opts) end
   end,
+  group = function() return require("perf.group").new end,
+  scale = function() return core.scale end,
 }
 
 return setmetatable(perf, {

@@ -1,0 +1,216 @@
+-- perf.group: events that count together and read with one read(2).
+--
+--   local g <close> = assert(perf.group { "task-clock", "page-faults" })
+--   g:enable() ... g:disable()
+--   local t = g:read()     --> t[1], t["page-faults"], t.time_enabled, ...
+--
+-- The leader opens disabled and the members enabled, every one reading with
+-- PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING (and LOST
+-- where the kernel has it); the handle itself is C (csrc/group.c).
+--
+-- Where the kernel refuses a group that inherits to child tasks (older
+-- kernels refuse inherit with PERF_FORMAT_GROUP), the events are opened
+-- separately instead and the group says so in g:notes(): the counts stay
+-- right, only the members are no longer scheduled as a unit.
+local core = require "perf.core"
+
+local M = {}
+
+local EINVAL, EACCES = 22, 13
+
+local FORMAT = { total_time_enabled = 1, total_time_running = 2, id = 4, group = 8, lost = 16 }
+
+-- read_format as given (list of names, one name, integer or nil) to bits.
+local function format_bits(rf)
+  if rf == nil then return 0 end
+  if math.type(rf) == "integer" then return rf end
+  if type(rf) == "string" then rf = { rf } end
+  local bits = 0
+  for _, name in ipairs(rf) do
+    bits = bits | (FORMAT[name] or error(("unknown read_format name '%s'"):format(name), 0))
+  end
+  return bits
+end
+
+local lost_supported
+local function lost_bit()
+  if lost_supported == nil then
+    lost_supported = require("perf.capabilities").get().read_lost and FORMAT.lost or 0
+  end
+  return lost_supported
+end
+
+-- The events argument as a list of specs. A string is one event or a
+-- "{a,b}" group; a table must be a list (an attr table alone is ambiguous).
+function M.specs(events, who)
+  if type(events) == "string" then
+    local r = require("perf.parse").parse(events)
+    if r.group then return r end
+    return { events }
+  end
+  if type(events) ~= "table" then
+    error(("%s: a list of events expected, got %s"):format(who, type(events)), 0)
+  end
+  local n = #events
+  if n == 0 then error(who .. ": the list of events is empty", 0) end
+  for k in pairs(events) do
+    if math.type(k) ~= "integer" or k < 1 or k > n then
+      if k == "name" or k == "group" then goto continue end     -- a parsed {a,b}
+      error(("%s: a list of events expected (key %s); wrap a single event "
+        .. "as { event }"):format(who, tostring(k)), 0)
+    end
+    ::continue::
+  end
+  return events
+end
+
+-- Specs to attrs, names and extras (via perf.attr: parse and defaults).
+function M.attrs(specs)
+  local perf = require "perf"
+  local list = {}
+  for i, spec in ipairs(specs) do
+    local ok, attr, name, extra = pcall(perf.attr, spec)
+    if not ok then error(perf.strip_position(attr), 0) end
+    list[i] = { attr = attr, name = name, extra = extra }
+  end
+  return list
+end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t or {}) do c[k] = v end
+  return c
+end
+
+local function close_all(evs)
+  for i = #evs, 1, -1 do evs[i]:close() end
+end
+
+-- core.open, retrying a refused kernel-mode count as user-only the way
+-- perf stat does (with `opts.user_fallback`); notes collects what changed.
+local function open_one(e, target, opts, notes)
+  local ev, msg, errno = core.open(e.attr, target, e.name)
+  if not ev and errno == EACCES and opts.user_fallback and not e.attr.exclude_kernel then
+    local a = copy(e.attr)
+    a.exclude_kernel, a.exclude_hv = true, true
+    ev = core.open(a, target, e.name)
+    if ev then
+      notes[#notes + 1] = ("%s: kernel-mode counting is not permitted here "
+        .. "(perf_event_paranoid); counting user space only"):format(ev:name())
+    end
+  end
+  if ev then return ev end
+  return nil, msg, errno
+end
+
+local function inherits(list)
+  for _, e in ipairs(list) do
+    if e.attr.inherit then return true end
+  end
+  return false
+end
+
+-- Opens `list` (from M.attrs) as one kernel group: leader disabled, members
+-- enabled. Returns the events, or nil, msg, errno.
+local function open_group(list, target, opts, notes)
+  local evs = {}
+  local extra = lost_bit() | FORMAT.group | FORMAT.id | FORMAT.total_time_enabled
+    | FORMAT.total_time_running
+  for i, e in ipairs(list) do
+    e.attr.read_format = format_bits(e.attr.read_format) | extra
+    e.attr.disabled = i == 1
+    local t = target
+    if i > 1 then
+      t = copy(target)
+      t.group = evs[1]
+    end
+    local ev, msg, errno = open_one(e, t, opts, notes)
+    if not ev then
+      close_all(evs)
+      return nil, msg, errno
+    end
+    evs[i] = ev
+  end
+  return evs
+end
+
+-- The same events each on its own (no PERF_FORMAT_GROUP), all disabled.
+local function open_separate(list, target, opts, notes)
+  local evs = {}
+  for i, e in ipairs(list) do
+    e.attr.read_format = (format_bits(e.attr.read_format) | lost_bit() | FORMAT.id
+      | FORMAT.total_time_enabled | FORMAT.total_time_running) & ~FORMAT.group
+    e.attr.disabled = true
+    local ev, msg, errno = open_one(e, target, opts, notes)
+    if not ev then
+      close_all(evs)
+      return nil, msg, errno
+    end
+    evs[i] = ev
+  end
+  return evs
+end
+
+-- Opens attrs (from M.attrs) as a perf.group. opts: user_fallback.
+-- Returns g, or nil, msg, errno.
+function M.open_list(list, target, opts)
+  opts = opts or {}
+  local notes = {}
+  local start = list[1].attr.disabled == false
+  local saved = {}
+  for i, e in ipairs(list) do saved[i] = copy(e.attr) end
+  local evs, msg, errno = open_group(list, target, opts, notes)
+  local separate = false
+  if not evs and errno == EINVAL and #list > 1 and inherits(list) then
+    for i, e in ipairs(list) do e.attr = copy(saved[i]) end
+    local first = msg
+    evs, msg, errno = open_separate(list, target, opts, notes)
+    if evs then
+      separate = true
+      notes[#notes + 1] = "the kernel refused a group that inherits to child tasks ("
+        .. first .. "); its events are counted separately, each read on its own"
+    end
+  end
+  if not evs then return nil, msg, errno end
+  local g = core.group(evs, separate, notes)
+  if start then
+    local ok, emsg, eno = g:enable()
+    if not ok then
+      g:close()
+      return nil, emsg, eno
+    end
+  end
+  return g
+end
+
+local TARGET_KEYS = { pid = true, cpu = true, cgroup = true, flags = true }
+
+--- perf.group(events [, target]) -> g | nil, message, errno
+function M.new(events, target)
+  local ok, list = pcall(function()
+    if target ~= nil then
+      if type(target) ~= "table" then
+        error(("perf.group: target must be a table, got %s"):format(type(target)), 0)
+      end
+      if target.group ~= nil then
+        error("perf.group: target.group is not supported: add a member to a group "
+          .. "with perf.open(event, { group = g })", 0)
+      end
+    end
+    return M.attrs(M.specs(events, "perf.group"))
+  end)
+  if not ok then error(require("perf").strip_position(list), 2) end
+  if target then
+    for k in pairs(target) do
+      if not TARGET_KEYS[k] then
+        error(("perf.group: unknown target field '%s' (fields: pid, cpu, cgroup, flags)")
+          :format(tostring(k)), 2)
+      end
+    end
+  end
+  local ok2, g, msg, errno = pcall(M.open_list, list, target)
+  if not ok2 then error(require("perf").strip_position(g), 2) end
+  return g, msg, errno
+end
+
+return M
