@@ -82,6 +82,21 @@ install: deps
 clean:
 	rm -rf build build-asan perf
 
+# ---- reading counters: benchmark (see bench/read.lua) ----
+# `make bench` runs every benchmark: each one adds itself to its
+# prerequisites. The C side of bench/read.lua is a small Lua module, so that
+# both sides read the very same events in one process.
+.PHONY: bench bench-read
+
+bench/read_baseline.so: bench/read_baseline.c
+	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -O2 -Wall -Wextra -pedantic \
+	  -I$(LUA_INCDIR) $(LIBFLAG) -o $@ $<
+
+bench-read: all bench/read_baseline.so
+	$(LUA) bench/read.lua
+
+bench: bench-read
+
 # ---- ring buffer: decoder fuzzing (libFuzzer, Debian's clang) ----
 # `make fuzz` runs the decoder and ring-walk target for FUZZ_RUNS executions
 # (10 million by default); `make fuzz-push` runs the target that also pushes

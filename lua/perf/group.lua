@@ -64,13 +64,16 @@ function M.specs(events, who)
   return events
 end
 
--- Specs to attrs, names and extras (via perf.attr: parse and defaults).
-function M.attrs(specs)
+-- Specs to a list of { attr =, name =, extra = } (via perf.attr: parse and
+-- defaults), or nil, message, errno where the system cannot answer (such
+-- as tracefs for a tracepoint name). Raises on misuse.
+function M.attrs(specs, who)
   local perf = require "perf"
   local list = {}
   for i, spec in ipairs(specs) do
     local ok, attr, name, extra = pcall(perf.attr, spec)
     if not ok then error(perf.strip_position(attr), 0) end
+    if not attr then return nil, who .. " " .. name, extra end
     list[i] = { attr = attr, name = name, extra = extra }
   end
   return list
@@ -187,7 +190,7 @@ local TARGET_KEYS = { pid = true, cpu = true, cgroup = true, flags = true }
 
 --- perf.group(events [, target]) -> g | nil, message, errno
 function M.new(events, target)
-  local ok, list = pcall(function()
+  local ok, list, msg, errno = pcall(function()
     if target ~= nil then
       if type(target) ~= "table" then
         error(("perf.group: target must be a table, got %s"):format(type(target)), 0)
@@ -196,20 +199,21 @@ function M.new(events, target)
         error("perf.group: target.group is not supported: add a member to a group "
           .. "with perf.open(event, { group = g })", 0)
       end
-    end
-    return M.attrs(M.specs(events, "perf.group"))
-  end)
-  if not ok then error(require("perf").strip_position(list), 2) end
-  if target then
-    for k in pairs(target) do
-      if not TARGET_KEYS[k] then
-        error(("perf.group: unknown target field '%s' (fields: pid, cpu, cgroup, flags)")
-          :format(tostring(k)), 2)
+      for k in pairs(target) do
+        if not TARGET_KEYS[k] then
+          error(("perf.group: unknown target field '%s' (fields: pid, cpu, cgroup, flags)")
+            :format(tostring(k)), 0)
+        end
       end
     end
-  end
-  local ok2, g, msg, errno = pcall(M.open_list, list, target)
-  if not ok2 then error(require("perf").strip_position(g), 2) end
+    return M.attrs(M.specs(events, "perf.group"), "perf.group")
+  end)
+  local strip = require("perf").strip_position
+  if not ok then error(strip(list), 2) end
+  if not list then return nil, msg, errno end
+  local g
+  ok, g, msg, errno = pcall(M.open_list, list, target)
+  if not ok then error(strip(g), 2) end
   return g, msg, errno
 end
 
