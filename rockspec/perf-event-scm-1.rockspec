@@ -52,6 +52,7 @@ build = {
     ["perf.fs"] = "lua/perf/fs.lua",
     ["perf.group"] = "lua/perf/group.lua",
     ["perf.list"] = "lua/perf/list.lua",
+    ["perf.measure"] = "lua/perf/measure.lua",
     ["perf.modifiers"] = "lua/perf/modifiers.lua",
     ["perf.nearest"] = "lua/perf/nearest.lua",
     ["perf.parse"] = "lua/perf/parse.lua",

@@ -148,6 +148,8 @@ local lazy = {
     return function(binary, where, opts) return uprobe.uprobe(perf, binary, where, opts) end
   end,
   group = function() return require("perf.group").new end,
+  measure = function() return require("perf.measure").measure end,
+  calibrate = function() return require("perf.measure").calibrate end,
   scale = function() return core.scale end,
 }
 
