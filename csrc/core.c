@@ -10,6 +10,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_attr(L);
   pl_open_event(L);
   pl_open_group(L);
+  pl_open_spawn(L);
   pl_open_util(L);
   pl_open_consts(L);
   pl_open_ring(L);

@@ -103,6 +103,7 @@ void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
 void pl_open_consts(lua_State *L);
 void pl_open_group(lua_State *L);
+void pl_open_spawn(lua_State *L);
 
 /* ---- ring buffer, signals, userpage (ring.c and its neighbours) ---- */
 /* Pushes the event's extension table, event uv3, made on first use: the

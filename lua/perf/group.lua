@@ -137,10 +137,13 @@ local function open_group(list, target, opts, notes)
   return evs
 end
 
--- The same events each on its own (no PERF_FORMAT_GROUP), all disabled.
+-- The same events each on its own (no PERF_FORMAT_GROUP), all disabled;
+-- each counts from an exec if the leader was to.
 local function open_separate(list, target, opts, notes)
   local evs = {}
+  local on_exec = list[1].attr.enable_on_exec
   for i, e in ipairs(list) do
+    e.attr.enable_on_exec = on_exec
     e.attr.read_format = (format_bits(e.attr.read_format) | lost_bit() | FORMAT.id
       | FORMAT.total_time_enabled | FORMAT.total_time_running) & ~FORMAT.group
     e.attr.disabled = true

@@ -150,6 +150,7 @@ local lazy = {
   group = function() return require("perf.group").new end,
   measure = function() return require("perf.measure").measure end,
   calibrate = function() return require("perf.measure").calibrate end,
+  stat = function() return require("perf.stat").stat end,
   scale = function() return core.scale end,
 }
 

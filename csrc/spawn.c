@@ -1,0 +1,475 @@
+/*
+** spawn.c: the child process of perf.stat (the perf.child handle).
+**
+** perf.core.spawn(argv, opts) forks a child that waits on a pipe before it
+** executes argv, so the counters can be attached to its pid first (with
+** enable_on_exec they start at the exec, as perf stat's do). child:start()
+** lets it go and learns whether the exec worked: the child reports a failed
+** exec by writing errno to a pipe whose write end is close-on-exec, so a
+** successful exec closes it and the read sees end of file. child:wait()
+** reaps it with wait4 (exit status or signal, rusage) and times it.
+**
+** Between fork and exec the child runs only async-signal-safe calls on
+** memory prepared by the parent: no allocation, no Lua. The PATH lookup is
+** execvp's (file names with a '/' are taken as they are; EACCES from one
+** directory does not stop the search but is what is reported if nothing
+** runs; a file the kernel cannot execute (ENOEXEC) is run by /bin/sh).
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lualib.h"
+#include "perf_core.h"
+
+extern char **environ;
+
+#define PL_CHILD_MT "perf.child"
+
+typedef struct pl_child {
+  pid_t pid;            /* -1 before fork and once reaped */
+  int go;               /* write end of the go pipe, -1 once used */
+  int err;              /* read end of the exec-error pipe, -1 once read */
+  int started;          /* the go byte was sent */
+  int status;           /* wait status, once reaped */
+  struct rusage ru;     /* its resource usage, once reaped */
+  struct timespec t0;   /* when it was let go */
+  int64_t elapsed;      /* ns from the go to the end of the wait */
+} pl_child;
+
+/* ---- signal names ---- */
+
+static const struct { int sig; const char *name; } signames[] = {
+  {SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"}, {SIGQUIT, "SIGQUIT"},
+  {SIGILL, "SIGILL"}, {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+  {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"}, {SIGKILL, "SIGKILL"},
+  {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+  {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+#ifdef SIGSTKFLT
+  {SIGSTKFLT, "SIGSTKFLT"},
+#endif
+  {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"},
+  {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},
+  {SIGURG, "SIGURG"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+  {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"},
+  {SIGIO, "SIGIO"}, {SIGPWR, "SIGPWR"}, {SIGSYS, "SIGSYS"},
+};
+
+/* Pushes the name of signal `sig`: "SIGTERM", "SIGRTMIN+3", "SIG99". */
+static void push_signame(lua_State *L, int sig) {
+  size_t i;
+  for (i = 0; i < sizeof signames / sizeof *signames; i++)
+    if (signames[i].sig == sig) {
+      lua_pushstring(L, signames[i].name);
+      return;
+    }
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX) {
+    if (sig == SIGRTMIN) lua_pushliteral(L, "SIGRTMIN");
+    else lua_pushfstring(L, "SIGRTMIN+%d", sig - SIGRTMIN);
+    return;
+  }
+  lua_pushfstring(L, "SIG%d", sig);
+}
+
+/* perf.core.signal_name(n) -> "SIGTERM" */
+static int l_signal_name(lua_State *L) {
+  lua_Integer sig = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, sig > 0 && sig < 1024, 1, "not a signal number");
+  push_signame(L, (int)sig);
+  return 1;
+}
+
+/* ---- in the child, between fork and exec: async-signal-safe only ---- */
+
+/* Executes `file` as execvp would, trying each PATH directory. `argv` has
+** argv[0] = file; `shargv` has two free slots before a copy of argv[1..],
+** for running a file the kernel cannot execute with /bin/sh. Returns only
+** on failure, with errno set. */
+static void exec_search(const char *file, char **argv, char **shargv,
+                        const char *path) {
+  char buf[PATH_MAX];
+  size_t flen = strlen(file);
+  int eacces = 0;
+  if (flen == 0) {
+    errno = ENOENT;
+    return;
+  }
+  if (strchr(file, '/')) {
+    execve(file, argv, environ);
+    if (errno == ENOEXEC) {
+      shargv[0] = (char *)"/bin/sh";
+      shargv[1] = (char *)file;
+      execve("/bin/sh", shargv, environ);
+    }
+    return;
+  }
+  while (1) {
+    const char *end = strchr(path, ':');
+    size_t dlen = end ? (size_t)(end - path) : strlen(path);
+    if (dlen + 1 + flen + 1 <= sizeof buf) {
+      if (dlen == 0) {                 /* an empty entry is the current directory */
+        memcpy(buf, file, flen + 1);
+      } else {
+        memcpy(buf, path, dlen);
+        buf[dlen] = '/';
+        memcpy(buf + dlen + 1, file, flen + 1);
+      }
+      execve(buf, argv, environ);
+      switch (errno) {
+      case ENOEXEC:
+        shargv[0] = (char *)"/bin/sh";
+        shargv[1] = buf;
+        execve("/bin/sh", shargv, environ);
+        return;
+      case EACCES:
+        eacces = 1;
+        break;
+      case ENOENT: case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT:
+        break;
+      default:
+        return;
+      }
+    }
+    if (!end) break;
+    path = end + 1;
+  }
+  errno = eacces ? EACCES : ENOENT;
+}
+
+static void child_main(int go, int errw, const int redirect[3],
+                       const char *file, char **argv, char **shargv,
+                       const char *path) {
+  char c;
+  int k, e;
+  ssize_t n;
+  for (k = 0; k < 3; k++)
+    if (redirect[k] >= 0 && dup2(redirect[k], k) < 0) goto fail;
+  do n = read(go, &c, 1); while (n < 0 && errno == EINTR);
+  if (n != 1) _exit(127);             /* the parent gave up before the go */
+  exec_search(file, argv, shargv, path);
+fail:
+  e = errno;
+  while (write(errw, &e, sizeof e) < 0 && errno == EINTR) {}
+  _exit(127);
+}
+
+/* ---- the handle ---- */
+
+static pl_child *test_child(lua_State *L, int idx) {
+  return (pl_child *)luaL_checkudata(L, idx, PL_CHILD_MT);
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) {
+    int f = *fd;
+    *fd = -1;
+    close(f);
+  }
+}
+
+static int64_t ns_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (int64_t)(t1.tv_sec - t0->tv_sec) * 1000000000 + (t1.tv_nsec - t0->tv_nsec);
+}
+
+/* Reaps the child (EINTR retried); returns 0 or an errno. */
+static int reap(pl_child *c) {
+  pid_t r;
+  int st;
+  do r = wait4(c->pid, &st, 0, &c->ru); while (r < 0 && errno == EINTR);
+  if (r < 0) return errno;
+  c->status = st;
+  c->pid = -1;
+  return 0;
+}
+
+/* Ends a child that will not be waited for: one that never got the go
+** exits when its pipe closes; one that runs is killed. Then reaps it. */
+static void destroy(pl_child *c) {
+  close_fd(&c->go);
+  close_fd(&c->err);
+  if (c->pid > 0) {
+    if (c->started) kill(c->pid, SIGKILL);
+    reap(c);
+  }
+}
+
+static const char *const redirect_keys[] = {"stdin", "stdout", "stderr"};
+
+/* Raises unless each redirection in opts is nil, a file name or an open
+** Lua file handle. */
+static void check_redirects(lua_State *L, int opts) {
+  int k;
+  for (k = 0; k < 3; k++) {
+    int t = lua_getfield(L, opts, redirect_keys[k]);
+    if (t != LUA_TNIL && t != LUA_TSTRING) {
+      luaL_Stream *s = (luaL_Stream *)luaL_testudata(L, -1, LUA_FILEHANDLE);
+      if (!s) luaL_error(L, "option '%s': a file name or a file handle expected, got %s",
+                         redirect_keys[k], luaL_typename(L, -1));
+      if (!s->closef || !s->f) luaL_error(L, "option '%s': attempt to use a closed file",
+                                          redirect_keys[k]);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* The descriptor for redirection k from opts (checked): a file name, opened
+** here (*opened set), or a Lua file handle's; -1 to inherit; -2 with errno
+** set (and the name on the stack) when the file cannot be opened. */
+static int redirect_fd(lua_State *L, int opts, int k, int *opened) {
+  int fd, t;
+  *opened = 0;
+  if (opts == 0) return -1;
+  t = lua_getfield(L, opts, redirect_keys[k]);
+  if (t == LUA_TNIL) {
+    fd = -1;
+  } else if (t == LUA_TSTRING) {
+    const char *path = lua_tostring(L, -1);
+    fd = k == 0 ? open(path, O_RDONLY | O_CLOEXEC)
+                : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return -2;
+    *opened = 1;
+  } else {
+    luaL_Stream *s = (luaL_Stream *)lua_touserdata(L, -1);
+    fflush(s->f);
+    fd = fileno(s->f);
+  }
+  lua_pop(L, 1);
+  return fd;
+}
+
+/* perf.core.spawn(argv [, opts]) -> child | nil, msg, errno
+** opts: stdin, stdout, stderr (a file name or a Lua file handle). */
+static int l_spawn(lua_State *L) {
+  lua_Integer n, i;
+  int opts = 0, redirect[3] = {-1, -1, -1}, opened[3] = {0, 0, 0};
+  int go[2] = {-1, -1}, errp[2] = {-1, -1}, k, err;
+  char **argv, **shargv;
+  const char *path;
+  pl_child *c;
+  pid_t pid;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    opts = 2;
+    check_redirects(L, opts);
+  }
+  lua_settop(L, 2);
+  n = (lua_Integer)lua_rawlen(L, 1);
+  luaL_argcheck(L, n >= 1, 1, "the command is empty");
+  luaL_argcheck(L, n < 100000, 1, "too many arguments");
+  /* argv[0..n-1], NULL; shargv: "/bin/sh", file, argv[1..n-1], NULL */
+  argv = (char **)lua_newuserdatauv(L, (size_t)(2 * n + 3) * sizeof(char *), 0);  /* 3 */
+  shargv = argv + n + 1;
+  for (i = 1; i <= n; i++) {
+    size_t len;
+    const char *s;
+    if (lua_rawgeti(L, 1, i) != LUA_TSTRING)
+      return luaL_error(L, "argument %d of the command: a string expected, got %s",
+                        (int)i, luaL_typename(L, -1));
+    s = lua_tolstring(L, -1, &len);
+    if (strlen(s) != len)
+      return luaL_error(L, "argument %d of the command contains a zero byte", (int)i);
+    argv[i - 1] = (char *)s;         /* stays referenced by the argv table */
+    if (i > 1) shargv[i] = (char *)s;
+    lua_pop(L, 1);
+  }
+  argv[n] = NULL;
+  shargv[n + 1] = NULL;
+  path = getenv("PATH");
+  if (!path || !*path) path = "/bin:/usr/bin";
+  c = (pl_child *)lua_newuserdatauv(L, sizeof *c, 1);                          /* 4 */
+  memset(c, 0, sizeof *c);
+  c->pid = -1;
+  c->go = c->err = -1;
+  luaL_setmetatable(L, PL_CHILD_MT);
+  lua_pushvalue(L, 1);
+  lua_rawgeti(L, -1, 1);
+  lua_setiuservalue(L, 4, 1);          /* its name, for messages */
+  lua_pop(L, 1);
+  for (k = 0; k < 3; k++) {
+    redirect[k] = redirect_fd(L, opts, k, &opened[k]);
+    if (redirect[k] == -2) {
+      int bad = k;
+      err = errno;
+      for (k = 0; k < bad; k++) if (opened[k]) close(redirect[k]);
+      return pl_fail(L, err, lua_pushfstring(L, "cannot open \"%s\" for %s",
+                     lua_tostring(L, -1), redirect_keys[bad]), NULL);
+    }
+  }
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+    err = errno;
+    goto failed;
+  }
+  pid = fork();
+  if (pid < 0) {
+    err = errno;
+    goto failed;
+  }
+  if (pid == 0) {
+    close(go[1]);
+    close(errp[0]);
+    child_main(go[0], errp[1], redirect, argv[0], argv, shargv, path);
+  }
+  close(go[0]);
+  close(errp[1]);
+  for (k = 0; k < 3; k++) if (opened[k]) close(redirect[k]);
+  c->pid = pid;
+  c->go = go[1];
+  c->err = errp[0];
+  return 1;
+failed:
+  for (k = 0; k < 2; k++) {
+    if (go[k] >= 0) close(go[k]);
+    if (errp[k] >= 0) close(errp[k]);
+  }
+  for (k = 0; k < 3; k++) if (opened[k]) close(redirect[k]);
+  return pl_fail(L, err, "spawn", err == EAGAIN ? "the process limit is reached" : NULL);
+}
+
+/* child:pid() -> its pid (nil once reaped) */
+static int c_pid(lua_State *L) {
+  pl_child *c = test_child(L, 1);
+  if (c->pid > 0) lua_pushinteger(L, c->pid);
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* child:start() -> true | nil, msg, errno: lets the child exec, and reports
+** an exec that failed (the child is then reaped). */
+static int c_start(lua_State *L) {
+  pl_child *c = test_child(L, 1);
+  int e = 0;
+  ssize_t n;
+  if (c->started || c->go < 0 || c->pid <= 0)
+    return luaL_error(L, "attempt to start a child twice");
+  clock_gettime(CLOCK_MONOTONIC, &c->t0);
+  c->started = 1;
+  do n = write(c->go, "x", 1); while (n < 0 && errno == EINTR);
+  close_fd(&c->go);
+  do n = read(c->err, &e, sizeof e); while (n < 0 && errno == EINTR);
+  close_fd(&c->err);
+  if (n == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (n != (ssize_t)sizeof e) e = EIO;
+  reap(c);
+  c->elapsed = ns_since(&c->t0);
+  {
+    const char *file, *hint = NULL;
+    lua_getiuservalue(L, 1, 1);
+    file = lua_tostring(L, -1);
+    if (!file) file = "?";
+    if (e == ENOENT) hint = strchr(file, '/') ? "no such file" : "not found in PATH";
+    else if (e == EACCES) hint = "not an executable file (or a directory, or on a noexec mount)";
+    else if (e == ENOEXEC) hint = "the kernel cannot execute this file";
+    return pl_fail(L, e, lua_pushfstring(L, "cannot run \"%s\"", file), hint);
+  }
+}
+
+static int64_t tv_ns(const struct timeval *tv) {
+  return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
+}
+
+/* child:wait() -> { status =, signal =, core_dumped =, elapsed =, user =,
+** sys = } | nil, msg, errno. While it waits, SIGINT and SIGQUIT are ignored
+** in this process, as system(3) does: a ^C ends the command, and its
+** counts are still reported. */
+static int c_wait(lua_State *L) {
+  pl_child *c = test_child(L, 1);
+  struct sigaction ign, old_int, old_quit;
+  int err = 0, st;
+  if (!c->started) return luaL_error(L, "attempt to wait for a child not started");
+  if (c->pid > 0) {
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    err = reap(c);
+    c->elapsed = ns_since(&c->t0);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    if (err) return pl_fail(L, err, "wait", NULL);
+  }
+  st = c->status;
+  lua_createtable(L, 0, 7);
+  if (WIFEXITED(st)) {
+    lua_pushinteger(L, WEXITSTATUS(st));
+    lua_setfield(L, -2, "status");
+  } else if (WIFSIGNALED(st)) {
+    push_signame(L, WTERMSIG(st));
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "status");
+    lua_setfield(L, -2, "signal");
+    lua_pushinteger(L, WTERMSIG(st));
+    lua_setfield(L, -2, "signo");
+    lua_pushboolean(L, WCOREDUMP(st));
+    lua_setfield(L, -2, "core_dumped");
+  }
+  lua_pushinteger(L, (lua_Integer)c->elapsed);
+  lua_setfield(L, -2, "elapsed");
+  lua_pushinteger(L, (lua_Integer)tv_ns(&c->ru.ru_utime));
+  lua_setfield(L, -2, "user");
+  lua_pushinteger(L, (lua_Integer)tv_ns(&c->ru.ru_stime));
+  lua_setfield(L, -2, "sys");
+  return 1;
+}
+
+/* child:close(): a child not started exits without running; one running is
+** killed; either is reaped. Idempotent. */
+static int c_close(lua_State *L) {
+  destroy(test_child(L, 1));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int c_gc(lua_State *L) {
+  destroy(test_child(L, 1));
+  return 0;
+}
+
+static int c_tostring(lua_State *L) {
+  pl_child *c = test_child(L, 1);
+  if (c->pid > 0)
+    lua_pushfstring(L, "perf.child (pid %d, %s)", (int)c->pid,
+                    c->started ? "running" : "waiting to start");
+  else
+    lua_pushliteral(L, "perf.child (done)");
+  return 1;
+}
+
+static const luaL_Reg methods[] = {
+  {"pid", c_pid}, {"start", c_start}, {"wait", c_wait}, {"close", c_close},
+  {NULL, NULL}
+};
+
+static const luaL_Reg metamethods[] = {
+  {"__gc", c_gc}, {"__close", c_gc}, {"__tostring", c_tostring},
+  {"__index", NULL},
+  {NULL, NULL}
+};
+
+void pl_open_spawn(lua_State *L) {
+  luaL_newmetatable(L, PL_CHILD_MT);
+  luaL_setfuncs(L, metamethods, 0);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_spawn);
+  lua_setfield(L, -2, "spawn");
+  lua_pushcfunction(L, l_signal_name);
+  lua_setfield(L, -2, "signal_name");
+}

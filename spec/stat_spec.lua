@@ -1,0 +1,231 @@
+-- perf.stat: counts equal to perf stat's for deterministic events on real
+-- commands, exit statuses and signals, programs that cannot run, children
+-- counted through inherit, and misuse.
+local perf = require "perf"
+local H = require "helpers"
+
+local TRACEPOINTS = { "syscalls:sys_enter_openat", "syscalls:sys_enter_close",
+  "syscalls:sys_enter_read", "syscalls:sys_enter_execve" }
+local QUIET = { stdout = "/dev/null", stderr = "/dev/null" }
+
+local function fds()
+  collectgarbage()
+  collectgarbage()
+  return math.min(H.fd_count(), H.fd_count(), H.fd_count())
+end
+
+local function shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- perf stat -x, on the same command: { [event] = count }.
+local function perf_stat(argv, events, extra)
+  local out = os.tmpname()
+  local cmd = {}
+  for i, a in ipairs(argv) do cmd[i] = shell_quote(a) end
+  local line = ("perf stat %s -x, -o %s -e %s -- %s >/dev/null 2>&1"):format(extra or "", out,
+    table.concat(events, ","), table.concat(cmd, " "))
+  assert(os.execute(line) ~= nil)
+  local counts = {}
+  for l in io.lines(out) do
+    local value, name = l:match("^(%d+),[^,]*,([^,]+),")
+    if value then counts[name] = math.tointeger(tonumber(value)) end
+  end
+  os.remove(out)
+  return counts
+end
+
+local function tmpfile(content, mode)
+  local name = os.tmpname()
+  local f = assert(io.open(name, "w"))
+  f:write(content)
+  f:close()
+  if mode then os.execute("chmod " .. mode .. " " .. name) end
+  return name
+end
+
+describe("perf.stat", function()
+  local commands = {
+    { "ls", "-l", "/" },
+    { "sh", "-c", "cat /etc/hostname >/dev/null; ls / /usr >/dev/null; echo done" },
+    { H.lua, "-e", "for i = 1, 5 do io.open('/dev/null'):close() end" },
+  }
+  for _, argv in ipairs(commands) do
+    it("counts what perf stat counts: " .. table.concat(argv, " "), function()
+      local theirs = perf_stat(argv, TRACEPOINTS)
+      local r = assert(perf.stat(argv, TRACEPOINTS, QUIET))
+      for i, name in ipairs(TRACEPOINTS) do
+        assert.is_number(theirs[name])
+        assert.are.equal(theirs[name], r[name])
+        assert.are.equal(theirs[name], r[i])
+      end
+      assert.is_true(r["syscalls:sys_enter_openat"] > 0)
+      assert.are.equal(0, r.status)
+    end)
+  end
+
+  it("counts a {a,b} group string as perf stat counts it", function()
+    local argv = { "sh", "-c", "ls / >/dev/null; cat /etc/hostname" }
+    local theirs = perf_stat(argv, { "syscalls:sys_enter_openat", "syscalls:sys_enter_close" })
+    local r = assert(perf.stat(argv, { "{syscalls:sys_enter_openat,syscalls:sys_enter_close}", "task-clock" }, QUIET))
+    assert.are.equal(theirs["syscalls:sys_enter_openat"], r["syscalls:sys_enter_openat"])
+    assert.are.equal(theirs["syscalls:sys_enter_close"], r[2])
+    assert.are.equal(1, r.events[1].group)
+    assert.is_nil(r.events[3].group)
+    assert.is_true(r["task-clock"] > 0)
+  end)
+
+  it("counts the children (inherit), or only the command itself when told", function()
+    local argv = { "sh", "-c", "cat /etc/hostname; cat /etc/hostname; cat /etc/hostname" }
+    local events = { "syscalls:sys_enter_openat", "syscalls:sys_enter_execve" }
+    local all = assert(perf.stat(argv, events, QUIET))
+    local own = assert(perf.stat(argv, events, { stdout = "/dev/null", inherit = false }))
+    local theirs = perf_stat(argv, events, "-i")
+    assert.are.equal(theirs["syscalls:sys_enter_openat"], own["syscalls:sys_enter_openat"])
+    assert.is_true(all["syscalls:sys_enter_openat"] > own["syscalls:sys_enter_openat"])
+    -- sh's execs of cat happen in its children: counted only with inherit
+    -- (a shell may exec the last command itself: 2 or 3)
+    assert.is_true(all["syscalls:sys_enter_execve"] >= 2)
+    assert.is_true(own["syscalls:sys_enter_execve"] <= 1)
+  end)
+
+  it("gives the details of each event and the times of the command", function()
+    local r = assert(perf.stat({ "ls", "/" }, "task-clock,syscalls:sys_enter_openat", QUIET))
+    assert.are.equal(2, #r.events)
+    local e = r.events[2]
+    assert.are.equal("syscalls:sys_enter_openat", e.name)
+    assert.are.equal(r[2], e.value)
+    assert.are.equal(e.raw, e.value)
+    assert.are.equal(e.time_enabled, e.time_running)
+    assert.are.equal(1.0, e.fraction)
+    assert.is_true(r.elapsed > 0)
+    assert.is_true(r.elapsed >= r["task-clock"])
+    assert.are.equal("integer", math.type(r.user))
+    assert.are.equal("integer", math.type(r.sys))
+    assert.is_nil(r.signal)
+    assert.is_nil(r.notes)
+  end)
+
+  it("reports the exit status", function()
+    assert.are.equal(3, perf.stat({ "sh", "-c", "exit 3" }, { "task-clock" }).status)
+    assert.are.equal(1, perf.stat({ "false" }, { "task-clock" }).status)
+    assert.are.equal(0, perf.stat({ "true" }, { "task-clock" }).status)
+  end)
+
+  it("reports the signal that ended the command", function()
+    local r = assert(perf.stat({ "sh", "-c", "kill -TERM $$" }, { "syscalls:sys_enter_openat" }, QUIET))
+    assert.are.equal("SIGTERM", r.status)
+    assert.are.equal("SIGTERM", r.signal)
+    assert.are.equal(15, r.signo)
+    r = assert(perf.stat({ "sh", "-c", "kill -KILL $$" }, { "task-clock" }, QUIET))
+    assert.are.equal("SIGKILL", r.status)
+    assert.is_false(r.core_dumped)
+  end)
+
+  it("returns nil, message, errno for a program that cannot run", function()
+    local before = fds()
+    local r, msg, errno = perf.stat({ "no-such-program-here", "x" }, { "task-clock" })
+    assert.is_nil(r)
+    assert.are.equal('perf.stat: cannot run "no-such-program-here": No such file or directory (ENOENT); not found in PATH', msg)
+    assert.are.equal(2, errno)
+    r, msg, errno = perf.stat({ "/no/such/file" }, { "task-clock" })
+    assert.is_nil(r)
+    assert.matches("ENOENT%); no such file$", msg)
+    assert.are.equal(2, errno)
+    r, msg, errno = perf.stat({ "/etc/passwd" }, { "task-clock" })
+    assert.is_nil(r)
+    assert.matches("EACCES", msg)
+    assert.are.equal(13, errno)
+    r, msg, errno = perf.stat({ "/tmp" }, { "task-clock" })
+    assert.are.equal(13, errno)
+    assert.are.equal(before, fds())
+  end)
+
+  it("runs an executable file without #! with /bin/sh, as execvp does", function()
+    local script = tmpfile("exit 5\n", "755")
+    local r = assert(perf.stat({ script }, { "task-clock" }))
+    os.remove(script)
+    assert.are.equal(5, r.status)
+  end)
+
+  it("returns nil, message, errno when an event cannot open, running nothing", function()
+    local before = fds()
+    local marker = os.tmpname()
+    os.remove(marker)
+    local r, msg, errno = perf.stat({ "touch", marker }, { "task-clock", "cycles" })
+    assert.is_nil(r)
+    assert.matches('^perf.stat: perf.open "cycles"', msg)
+    assert.are.equal(2, errno)
+    assert.is_nil(io.open(marker))        -- the command never ran
+    assert.are.equal(before, fds())
+  end)
+
+  it("redirects the command's standard streams to files or handles", function()
+    local out = os.tmpname()
+    local input = tmpfile("from a file\n")
+    assert(perf.stat({ "cat" }, { "task-clock" }, { stdin = input, stdout = out }))
+    local f = assert(io.open(out))
+    assert.are.equal("from a file\n", f:read("a"))
+    f:close()
+    local h = assert(io.open(out, "w"))
+    assert(perf.stat({ "echo", "to a handle" }, { "task-clock" }, { stdout = h }))
+    h:close()
+    f = assert(io.open(out))
+    assert.are.equal("to a handle\n", f:read("a"))
+    f:close()
+    os.remove(out)
+    os.remove(input)
+    local r, msg, errno = perf.stat({ "true" }, { "task-clock" }, { stdout = "/no/such/dir/x" })
+    assert.is_nil(r)
+    assert.matches('cannot open "/no/such/dir/x" for stdout', msg)
+    assert.are.equal(2, errno)
+  end)
+
+  it("counts separately where the kernel refuses an inheriting group, and says so", function()
+    local core = perf.core
+    local real = core.open
+    core.open = function(attr, target, name)       -- an older kernel's answer
+      local rf = attr.read_format
+      if attr.inherit and math.type(rf) == "integer" and rf & 8 ~= 0 and target and target.group then
+        return nil, "perf.open \"" .. tostring(name) .. "\": Invalid argument (EINVAL)", 22
+      end
+      return real(attr, target, name)
+    end
+    local argv = { "ls", "/" }
+    local ok, r = pcall(perf.stat, argv, { "{syscalls:sys_enter_openat,syscalls:sys_enter_close}" }, QUIET)
+    core.open = real
+    assert.is_true(ok)
+    assert.matches("counted separately", r.notes[1])
+    local theirs = perf_stat(argv, { "syscalls:sys_enter_openat", "syscalls:sys_enter_close" })
+    assert.are.equal(theirs["syscalls:sys_enter_openat"], r[1])
+    assert.are.equal(theirs["syscalls:sys_enter_close"], r[2])
+  end)
+
+  it("raises on misuse", function()
+    assert.has_error(function() perf.stat("ls", { "task-clock" }) end,
+      "perf.stat: the command must be a list (argv), got string")
+    assert.has_error(function() perf.stat({}, { "task-clock" }) end, "perf.stat: the command is empty")
+    assert.has_error(function() perf.stat({ "ls", 1 }, { "task-clock" }) end,
+      "perf.stat: argument 2 of the command: a string expected, got number")
+    assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
+    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
+      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit)")
+    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdout = 1 }) end)
+    local ok, err = pcall(perf.stat, { "ls" }, { "task-clok" })
+    assert.is_false(ok)
+    assert.matches("task%-clok", err)
+    assert.not_matches("stat%.lua", err)
+  end)
+end)
+
+describe("perf.stat's event list splitting", function()
+  local split = require("perf.stat").split
+  it("splits on commas outside groups and PMU terms", function()
+    assert.are.same({ "task-clock", "page-faults" }, split("task-clock,page-faults"))
+    assert.are.same({ "{a,b}:u", "c" }, split("{a,b}:u,c"))
+    assert.are.same({ "cpu/event=0x3c,umask=0x0/", "x" }, split("cpu/event=0x3c,umask=0x0/,x"))
+    assert.are.same({ "mem:0x1000/8:w", "cpu/a=1,b=2/u" }, split("mem:0x1000/8:w,cpu/a=1,b=2/u"))
+    assert.are.same({ "{mem:0x10/4,msr/tsc/}", "y" }, split("{mem:0x10/4,msr/tsc/},y"))
+    assert.are.same({ "one" }, split("one"))
+  end)
+end)
