@@ -557,7 +557,9 @@ void pl_open_event(lua_State *L) {
   lua_pushvalue(L, -2);
   lua_pushcclosure(L, l_read, 1);
   lua_setfield(L, -2, "read");
-  lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__index");
+  lua_setfield(L, -3, "event_methods");  /* for Lua modules that extend them */
   lua_pop(L, 1);
   lua_pushcfunction(L, l_open);
   lua_setfield(L, -2, "open");

@@ -11,7 +11,7 @@ local core = require "perf.core"
 local capabilities = require "perf.capabilities"
 
 -- A filter the kernel refuses on a tracepoint names the unknown fields.
-require("perf.tracepoint").explain_filters(debug.getregistry()["perf.event"].__index)
+require("perf.tracepoint").explain_filters(core.event_methods)
 
 local perf = {
   core = core,
