@@ -231,7 +231,7 @@ static pl_event *check_event_fast(lua_State *L) {
   pl_event *ev = (pl_event *)lua_touserdata(L, 1);
   if (!ev || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
     return pl_check_event(L, 1);
-  lua_pop(L, 1);
+  /* the metatable stays on the stack: the results are the values pushed last */
   if (ev->fd < 0) luaL_error(L, "attempt to use a closed perf event");
   return ev;
 }

@@ -59,6 +59,7 @@ build = {
     ["perf.parse"] = "lua/perf/parse.lua",
     ["perf.pmu"] = "lua/perf/pmu.lua",
     ["perf.stat"] = "lua/perf/stat.lua",
+    ["perf.stat_format"] = "lua/perf/stat_format.lua",
     ["perf.syntax"] = "lua/perf/syntax.lua",
     ["perf.terms"] = "lua/perf/terms.lua",
     ["perf.tracepoint"] = "lua/perf/tracepoint.lua",

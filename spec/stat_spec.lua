@@ -229,3 +229,121 @@ describe("perf.stat's event list splitting", function()
     assert.are.same({ "one" }, split("one"))
   end)
 end)
+
+describe("perf.stat_format", function()
+  local F = require "perf.stat_format"
+
+  -- a result as perf.stat makes it, with made-up values
+  local function result(elapsed, events)
+    local r = { events = {}, elapsed = elapsed, user = 1000000, sys = 2000000, status = 0 }
+    for i, e in ipairs(events) do
+      local en, run = e.en or 2000000, e.run or 2000000
+      local value = perf.scale(e.raw, en, run)
+      r.events[i] = { name = e.name, raw = e.raw, value = value, time_enabled = en,
+        time_running = run, fraction = select(2, perf.scale(e.raw, en, run)),
+        type = e.type or 2, config = e.config or 7 }
+      r[i], r[e.name] = value, value
+    end
+    return r
+  end
+
+  it("writes counts with thousands separators", function()
+    assert.are.equal("0", F.thousands(0))
+    assert.are.equal("999", F.thousands(999))
+    assert.are.equal("1,000", F.thousands(1000))
+    assert.are.equal("1,234,567", F.thousands(1234567))
+    assert.are.equal("-12,345", F.thousands(-12345))
+    assert.are.equal("1,234.50", F.thousands(1234.5, 2))
+    assert.are.equal("0.58", F.thousands(0.5772, 2))
+  end)
+
+  it("gives rates in perf's units", function()
+    assert.are.same({ 500, "/sec" }, { F.rate_unit(500) })
+    assert.are.same({ 2.5, "K/sec" }, { F.rate_unit(2500) })
+    assert.are.same({ 3, "M/sec" }, { F.rate_unit(3e6) })
+    assert.are.same({ 1.5, "G/sec" }, { F.rate_unit(1.5e9) })
+  end)
+
+  it("computes the mean and the relative deviation of the mean", function()
+    assert.are.same({ 10, 0 }, { F.mean_noise { 10, 10, 10 } })
+    local mean, noise = F.mean_noise { 1, 2, 3 }
+    assert.are.equal(2, mean)
+    assert.is_true(math.abs(noise - 100 / math.sqrt(3) / 2) < 1e-9)
+    assert.are.same({ 5, 0 }, { F.mean_noise { 5 } })
+  end)
+
+  it("prints perf stat's table: msec and CPUs for clocks, rates, % running when multiplexed", function()
+    local r = result(4000000, {
+      { name = "task-clock", raw = 2000000, type = 1, config = 1 },
+      { name = "syscalls:sys_enter_openat", raw = 1000 },
+      -- ran half the time it was enabled: scaled to twice its count
+      { name = "instructions", raw = 617283, en = 2000000, run = 1000000, type = 0, config = 1 },
+    })
+    assert.are.equal(1234566, r[3])
+    local text = F.text(F.summary { r }, { "ls", "-l" })
+    assert.matches(" Performance counter stats for 'ls %-l':\n", text)
+    assert.matches("\n              2%.00 msec task%-clock                       #    0%.500 CPUs utilized\n", text)
+    assert.matches("\n             1,000      syscalls:sys_enter_openat        #  500%.000 K/sec\n", text)
+    assert.matches("\n         1,234,566      instructions                     #  617%.283 M/sec%s+%(50%.00%%%)\n", text)
+    assert.matches("\n       0%.004000000 seconds time elapsed\n", text)
+    assert.matches("\n       0%.001000000 seconds user\n       0%.002000000 seconds sys\n", text)
+  end)
+
+  it("prints means and their variation over several runs", function()
+    local runs = {}
+    for k, v in ipairs { 10, 20, 30 } do
+      runs[k] = result(1000000 * k, { { name = "x", raw = v }, { name = "same", raw = 7 } })
+    end
+    local s = F.summary(runs)
+    assert.are.equal(20, s.events[1].value)
+    local text = F.text(s, { "true" })
+    assert.matches("for 'true' %(3 runs%):", text)
+    assert.matches("\n                20      x%s+%( %+%- 28%.87%% %)\n", text)
+    assert.matches("\n                 7      same\n", text)
+    assert.matches("0%.002000000 %+%- 0%.000577350 seconds time elapsed  %( %+%- 28%.87%% %)", text)
+    local csv = F.csv(s, ";")
+    assert.are.equal("20;;x;28.87%;2000000;100.00;;\n7;;same;0.00%;2000000;100.00;;\n", csv)
+  end)
+
+  it("prints CSV as perf stat -x does, with the same counts", function()
+    local argv = { "ls", "/" }
+    local events = { "task-clock", "syscalls:sys_enter_openat", "syscalls:sys_enter_close" }
+    local r = assert(perf.stat(argv, events, QUIET))
+    local csv = F.csv(F.summary { r }, ",")
+    local theirs = perf_stat(argv, events)
+    local lines = {}
+    for l in csv:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.matches("^%d+%.%d%d,msec,task%-clock,%d+,100%.00,%d+%.%d%d%d,CPUs utilized$", lines[1])
+    assert.are.equal(("%d,,syscalls:sys_enter_openat,"):format(theirs["syscalls:sys_enter_openat"]),
+      lines[2]:match("^%d+,,[^,]+,"))
+    assert.are.equal(("%d,,syscalls:sys_enter_close,"):format(theirs["syscalls:sys_enter_close"]),
+      lines[3]:match("^%d+,,[^,]+,"))
+  end)
+end)
+
+describe("examples/stat.lua", function()
+  local function example(args)
+    local out = os.tmpname()
+    local ok, how, code = os.execute(("%s examples/stat.lua %s 2>%s >/dev/null"):format(H.lua, args, out))
+    local f = assert(io.open(out))
+    local text = f:read("a")
+    f:close()
+    os.remove(out)
+    return text, how == "exit" and code or nil, ok
+  end
+
+  it("prints what perf stat -x prints for a tracepoint, and exits with the command's status", function()
+    local theirs = perf_stat({ "ls", "-l", "/" }, { "syscalls:sys_enter_openat" })
+    local text, code = example("-x, -e syscalls:sys_enter_openat -- ls -l /")
+    assert.are.equal(0, code)
+    assert.are.equal(theirs["syscalls:sys_enter_openat"],
+      math.tointeger(tonumber(text:match("^(%d+),,syscalls:sys_enter_openat,"))))
+    text, code = example("-e task-clock sh -c 'exit 4'")
+    assert.are.equal(4, code)
+    assert.matches("Performance counter stats for 'sh %-c exit 4'", text)
+    assert.matches("msec task%-clock", text)
+    text, code = example("-e task-clock -- no-such-program-here")
+    assert.are.equal(127, code)
+    assert.matches("not found in PATH", text)
+  end)
+end)

@@ -12,7 +12,8 @@
 --
 -- results[i] and results[name] are the counts (scaled for multiplexing);
 -- results.events[i] has the details of event i (name, value, raw,
--- time_enabled, time_running, fraction, unit, scale); status is the exit
+-- time_enabled, time_running, fraction, unit, scale, type, config, and
+-- group: the index of its group); status is the exit
 -- code, or the name of the signal that ended the command (also in signal);
 -- elapsed, user and sys are nanoseconds (wall clock from the exec to the
 -- end of the wait; the command's CPU time from wait4). notes lists what
@@ -128,11 +129,11 @@ local function collect(groups, units, w)
       if not v then return nil, en, run end
       local estimate, fraction = core.scale(v, en, run)
       local extra = units[u][i].extra or {}
-      local name = ev:name()
+      local name, attr = ev:name(), ev:attr()     -- integer type and config
       n = n + 1
       r.events[n] = { name = name, value = estimate, raw = v, time_enabled = en,
         time_running = run, fraction = fraction, unit = extra.unit, scale = extra.scale,
-        group = #g > 1 and u or nil }
+        type = attr.type, config = attr.config, group = #g > 1 and u or nil }
       r[n] = estimate
       if r[name] == nil then r[name] = estimate end
     end

@@ -1,0 +1,93 @@
+-- A `perf stat` in Lua: run a command and print what it cost.
+--
+--   lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-o FILE] [--] COMMAND [ARG]...
+--
+--   -e EVENTS  events, comma-separated, in perf's syntax ("{a,b}" a group);
+--              default: task-clock,context-switches,cpu-migrations,page-faults
+--   -r N       run the command N times; print means and their variation
+--   -x SEP     print CSV with this separator, like perf stat -x
+--   -i         do not count the command's children (no inherit)
+--   -o FILE    print to FILE instead of standard error
+--
+-- Exits with the command's exit status (128 + the signal's number if a
+-- signal ended it; 127 or 126 if it could not run).
+package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+package.cpath = "./?.so;" .. package.cpath
+local perf = require "perf"
+local F = require "perf.stat_format"
+local split = require("perf.stat").split
+
+local function usage(msg)
+  if msg then io.stderr:write("stat.lua: ", msg, "\n") end
+  io.stderr:write("usage: lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-o FILE] [--] COMMAND [ARG]...\n")
+  os.exit(msg and 129 or 0)
+end
+
+local events, runs, sep, inherit, outfile = {}, 1, nil, true, nil
+local argv = {}
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  local opt, joined = a:match("^(%-[erxo])(.+)$")    -- perf's -x, and -r5 forms
+  local function value()
+    if joined then return joined end
+    i = i + 1
+    if arg[i] == nil then usage(a .. " needs a value") end
+    return arg[i]
+  end
+  opt = opt or a
+  if opt == "--" then
+    table.move(arg, i + 1, #arg, 1, argv)
+    break
+  elseif opt == "-e" then
+    for _, e in ipairs(split(value())) do events[#events + 1] = e end
+  elseif opt == "-r" then
+    runs = math.tointeger(tonumber(value()))
+    if not runs or runs < 1 then usage("-r needs a positive count") end
+  elseif opt == "-x" then
+    sep = value()
+  elseif opt == "-i" then
+    inherit = false
+  elseif opt == "-o" then
+    outfile = value()
+  elseif opt == "-h" or opt == "--help" then
+    usage()
+  elseif opt:sub(1, 1) == "-" then
+    usage("unknown option " .. a)
+  else
+    table.move(arg, i, #arg, 1, argv)
+    break
+  end
+  i = i + 1
+end
+if #argv == 0 then usage("no command given") end
+if #events == 0 then events = { "task-clock", "context-switches", "cpu-migrations", "page-faults" } end
+
+local results = {}
+for run = 1, runs do
+  local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit })
+  if not ok then usage(r) end                      -- a malformed event, ...
+  if not r then
+    io.stderr:write(msg, "\n")
+    local cannot_run = msg:find('^perf%.stat: cannot run "') ~= nil
+    os.exit(cannot_run and (errno == 2 and 127 or 126) or 1)
+  end
+  for _, note in ipairs(r.notes or {}) do
+    if run == 1 then io.stderr:write("note: ", note, "\n") end
+  end
+  results[run] = r
+end
+
+local summary = F.summary(results)
+local text = sep and F.csv(summary, sep) or F.text(summary, argv)
+if outfile then
+  local f = assert(io.open(outfile, "w"))
+  f:write(text)
+  f:close()
+else
+  io.stderr:write(text)
+end
+
+local last = results[#results]
+if last.signo then os.exit(128 + last.signo) end
+os.exit(last.status)
