@@ -29,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lualib.h"
 #include "perf_core.h"
 
 extern char **environ;
@@ -402,7 +401,8 @@ static int c_wait(lua_State *L) {
     c->elapsed = ns_since(&c->t0);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
-    if (err) return pl_fail(L, err, "wait", NULL);
+    if (err) return pl_fail(L, err, "wait", err == ECHILD ?
+                            "SIGCHLD is ignored in this process, so the kernel reaped the child" : NULL);
   }
   st = c->status;
   lua_createtable(L, 0, 7);

@@ -169,6 +169,7 @@ function M.open_list(list, target, opts)
   local separate = false
   if not evs and errno == EINVAL and #list > 1 and inherits(list) then
     for i, e in ipairs(list) do e.attr = copy(saved[i]) end
+    for k in pairs(notes) do notes[k] = nil end      -- about the refused group
     local first = msg
     evs, msg, errno = open_separate(list, target, opts, notes)
     if evs then

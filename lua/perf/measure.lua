@@ -133,12 +133,9 @@ end
 -- Each member's time_enabled and time_running now, into en[i], run[i].
 local function times(g, en, run)
   for i = 1, #g do
-    local ev = g[i]
-    if ev:fileno() >= 0 then
-      local v, e, r = ev:read()
-      if not v then return nil, e, r end
-      en[i], run[i] = e, r
-    end
+    local v, e, r = g[i]:read()
+    if not v then return nil, e, r end
+    en[i], run[i] = e, r
   end
   return true
 end
