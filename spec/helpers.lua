@@ -17,6 +17,22 @@ function H.tracepoint_id(sys, name)
   return id
 end
 
+-- This process's pid, from /proc/self/stat.
+H.PID = (function()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = math.tointeger(f:read("n"))
+  f:close()
+  return pid
+end)()
+
+-- A shell command's standard output (its errors are dropped).
+function H.sh(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
 -- Asserts the shape of a kernel failure, (nil, string, integer), and
 -- returns the message and errno.
 function H.fails(ok, msg, errno)
@@ -59,6 +75,24 @@ function H.run_lua(code, shell_prefix, dir)
   local out = p:read("a")
   p:close()
   os.remove(tmp)
+  return out
+end
+
+-- Runs `code` as the unprivileged user nobody, from a copy of the build it
+-- can read, after `shell_prefix` (e.g. "ulimit -l 0;"). Returns its output,
+-- or nil and why it cannot run here (for pending()).
+function H.run_as_nobody(code, shell_prefix)
+  if H.sh("id -u") ~= "0\n" or H.sh("command -v setpriv") == "" then
+    return nil, "needs root and setpriv to run a child as nobody"
+  end
+  local dir = os.tmpname()
+  os.remove(dir)
+  local build = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
+  assert(os.execute(("mkdir -p %s && cp -r lua %s/ && cp -r %sperf %s/ && chmod -R a+rX %s")
+    :format(dir, dir, build == "./" and "" or build, dir, dir)))
+  local out = H.run_lua(code, (shell_prefix or "") ..
+    " setpriv --reuid=65534 --regid=65534 --clear-groups", dir)
+  os.execute("rm -rf " .. dir)
   return out
 end
 

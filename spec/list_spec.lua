@@ -1,15 +1,11 @@
 -- perf.list and perf.pmus on this machine and on a fake sysfs tree.
 
 local perf = require "perf"
+local H = require "helpers"
 local list = require "perf.list"
 local pmu = require "perf.pmu"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>/dev/null")
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = H.sh
 
 local function names(l)
   local out = {}

@@ -5,24 +5,13 @@ local perf = require "perf"
 local tracepoint = require "perf.tracepoint"
 local H = require "helpers"
 
--- this process's pid, from /proc/self/stat
-local PID = (function()
-  local f = assert(io.open("/proc/self/stat"))
-  local pid = math.tointeger(f:read("n"))
-  f:close()
-  return pid
-end)()
+local PID = H.PID
 
 local caps = perf.capabilities()
 local tracefs = caps.tracefs
 local with_tracefs = tracefs and it or pending
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>/dev/null")
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = H.sh
 
 local function read(path)
   local f = assert(io.open(path))
@@ -98,24 +87,16 @@ describe("perf.tracepoint formats", function()
   end)
 
   it("return nil, message, errno where tracefs cannot be read (unprivileged child)", function()
-    if sh("id -u") ~= "0\n" or sh("command -v setpriv") == "" then
-      return pending("needs root and setpriv to run a child as nobody")
-    end
     if not sh("stat -c %a /sys/kernel/tracing"):match("^%d%d0") then
       return pending("tracefs is readable by others here")
     end
-    local dir = os.tmpname()
-    os.remove(dir)
-    local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
-    assert(os.execute(("mkdir -p %s && cp -r lua %s/ && cp -r %sperf %s/ && chmod -R a+rX %s")
-      :format(dir, dir, cpath == "./" and "" or cpath, dir, dir)))
-    local out = H.run_lua([[
+    local out, why = H.run_as_nobody([[
       local perf = require "perf"
       print(perf.open "sched:sched_switch")
       print(perf.tracepoint "sched:sched_switch")
       print(pcall(perf.parse, "sched:sched_switch"))
-    ]], "setpriv --reuid=65534 --regid=65534 --clear-groups", dir)
-    os.execute("rm -rf " .. dir)
+    ]])
+    if not out then return pending(why) end
     local why = "cannot read /sys/kernel/tracing (permission denied): tracepoints need root, " ..
       "or read access to tracefs"
     assert.equal(table.concat({

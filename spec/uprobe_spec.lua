@@ -5,23 +5,12 @@ local elf = require "perf.elf"
 local uprobe = require "perf.uprobe"
 local H = require "helpers"
 
--- this process's pid, from /proc/self/stat
-local PID = (function()
-  local f = assert(io.open("/proc/self/stat"))
-  local pid = math.tointeger(f:read("n"))
-  f:close()
-  return pid
-end)()
+local PID = H.PID
 
 local caps = perf.capabilities()
 local needs_uprobes = caps.uprobes and it or pending
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>/dev/null")
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = H.sh
 
 local have_binutils = sh("command -v nm readelf") ~= ""
 local with_binutils = have_binutils and it or pending
@@ -224,20 +213,11 @@ describe("perf.uprobe", function()
   end)
 
   it("say an unprivileged user needs CAP_PERFMON (child as nobody)", function()
-    local function sh(cmd) local p = io.popen(cmd) local o = p:read("a") p:close() return o end
-    if sh("id -u") ~= "0\n" or sh("command -v setpriv") == "" then
-      return pending("needs root and setpriv to run a child as nobody")
-    end
-    local dir = os.tmpname()
-    os.remove(dir)
-    local cpath = (os.getenv("PERF_LUA_CPATH") or "./?.so"):gsub("%?%.so$", "")
-    assert(os.execute(("mkdir -p %s && cp -r lua %s/ && cp -r %sperf %s/ && chmod -R a+rX %s")
-      :format(dir, dir, cpath == "./" and "" or cpath, dir, dir)))
-    local out = H.run_lua([[
+    local out, why = H.run_as_nobody([[
       local perf = require "perf"
       print(perf.uprobe("libc.so.6", "getenv"))
-    ]], "setpriv --reuid=65534 --regid=65534 --clear-groups", dir)
-    os.execute("rm -rf " .. dir)
+    ]])
+    if not out then return pending(why) end
     assert.matches("^nil\tperf.open \"uprobe:libc.so.6:getenv\": Permission denied %(EACCES%).-CAP_PERFMON.-\t13\n$", out)
   end)
 

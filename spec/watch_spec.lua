@@ -3,13 +3,7 @@
 local perf = require "perf"
 local H = require "helpers"
 
--- this process's pid, from /proc/self/stat
-local PID = (function()
-  local f = assert(io.open("/proc/self/stat"))
-  local pid = math.tointeger(f:read("n"))
-  f:close()
-  return pid
-end)()
+local PID = H.PID
 
 local caps = perf.capabilities()
 local needs_bp = caps.breakpoints and it or pending
