@@ -161,6 +161,28 @@ describe("samples", function()
     ev:close()
   end)
 
+  it("carry a group read (PERF_FORMAT_GROUP) with every member's count", function()
+    local leader = tp({ "tid", "read" }, { read_format = { "group", "id", "total_time_enabled" } })
+    local member = assert(perf.open({ type = "tracepoint", config = CLOSE, disabled = false,
+                                      read_format = { "group", "id" } }, { group = leader }))
+    local rb = assert(leader:mmap(2))
+    leader:enable()
+    opens(4)
+    leader:disable()
+    local n = 0
+    for rec in rb:records() do
+      n = n + 1
+      local rd = rec.read
+      assert.equal(2, #rd)
+      assert.same({ leader:id(), n }, { rd[1].id, rd[1].value })
+      assert.same({ member:id(), n - 1 }, { rd[2].id, rd[2].value })   -- the close comes after
+      assert.is_true(rd.time_enabled > 0)
+      assert.is_nil(rd.time_running)
+    end
+    assert.equal(4, n)
+    member:close() leader:close()
+  end)
+
   it("come out as plain values from rb:samples", function()
     local ev = tp({ "ip", "tid", "time", "cpu", "period" }, { sample_id_all = true, task = true })
     local rb = assert(ev:mmap(4))
