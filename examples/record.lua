@@ -59,8 +59,7 @@ end
 local spec = { opts.event, freq = true, sample_freq = opts.hz,
                sample_type = { "identifier", "ip", "tid", "time", "cpu", "period" },
                sample_id_all = true, mmap = true, mmap2 = true, comm = true,
-               task = true, inherit = true, enable_on_exec = not self_mode,
-               disabled = self_mode }
+               task = true, inherit = true, enable_on_exec = not self_mode }
 local set = assert(cpus.open(spec, { pid = pid }))
 assert(set:mmap(64))
 
