@@ -77,6 +77,14 @@ static void add(char *buf, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Whether `type` is the uprobe or kprobe PMU, which (unlike msr, power or
+** uncore PMUs) can sample and filter by mode. */
+static int is_probe_pmu(uint32_t type) {
+  long t;
+  return (read_sysctl("/sys/bus/event_source/devices/uprobe/type", &t) && t == (long)type) ||
+         (read_sysctl("/sys/bus/event_source/devices/kprobe/type", &t) && t == (long)type);
+}
+
 /* EINVAL has many causes: name the fields of this attr the kernel is known
 ** to refuse, most specific first. */
 static void einval_hint(const struct pl_attr *a, pid_t pid, int cpu,
@@ -111,6 +119,20 @@ static void einval_hint(const struct pl_attr *a, pid_t pid, int cpu,
     add(buf, len, "sample_freq is above kernel.perf_event_max_sample_rate (%ld)", rate);
     return;
   }
+  if ((a->sample_type & PERF_SAMPLE_BRANCH_STACK) && !a->branch_sample_type) {
+    add(buf, len, "sample_type branch_stack needs branch_sample_type (e.g. {\"any\", \"user\"})");
+    return;
+  }
+  if (a->type > PERF_TYPE_BREAKPOINT && !is_probe_pmu(a->type) && a->sample_period) {
+    add(buf, len, "PMUs such as msr, power and uncore only count: drop sample_period/sample_freq");
+    return;
+  }
+  if (a->type > PERF_TYPE_BREAKPOINT && !is_probe_pmu(a->type) &&
+      (a->flags & ((1ull << PL_FLAG_EXCLUDE_USER) | (1ull << PL_FLAG_EXCLUDE_KERNEL) |
+                   (1ull << PL_FLAG_EXCLUDE_HV) | (1ull << PL_FLAG_EXCLUDE_IDLE)))) {
+    add(buf, len, "PMUs such as msr, power and uncore count every mode: drop exclude_user/kernel/hv/idle");
+    return;
+  }
   if (a->sample_type >= PL_SAMPLE_MAX)
     add(buf, len, "sample_type has bits this kernel does not know; ");
   if (a->read_format >= (PERF_FORMAT_LOST << 1))
@@ -142,6 +164,25 @@ static void einval_hint(const struct pl_attr *a, pid_t pid, int cpu,
         "(check config, sample_type, read_format and the flags set)");
 }
 
+/* EOPNOTSUPP: the event exists, but its PMU cannot do something the attr
+** asks for. Name what this attr asks that PMUs commonly lack. */
+static void unsupported_hint(const struct pl_attr *a, char *buf, size_t len) {
+  add(buf, len, "the PMU cannot do what this attr asks");
+  if (a->sample_type & PERF_SAMPLE_BRANCH_STACK || a->branch_sample_type)
+    add(buf, len, "; branch stacks (sample_type branch_stack) need a PMU with branch records");
+  else if ((a->flags >> PL_FLAG_PRECISE_IP) & 3)
+    add(buf, len, "; precise_ip needs a PMU with precise sampling");
+  else if (PL_HAS(a, PL_FLAG_AUX_OUTPUT) || a->aux_sample_size || a->aux_action)
+    add(buf, len, "; AUX output needs an AUX-area PMU");
+  else if (a->sample_type & PERF_SAMPLE_REGS_INTR)
+    add(buf, len, "; regs_intr needs a PMU that records interrupt registers");
+  else if (a->sample_period)
+    add(buf, len, "; this PMU counts but cannot sample: drop sample_period/sample_freq");
+  else if (a->flags & ((1ull << PL_FLAG_EXCLUDE_USER) | (1ull << PL_FLAG_EXCLUDE_KERNEL) |
+                       (1ull << PL_FLAG_EXCLUDE_HV) | (1ull << PL_FLAG_EXCLUDE_IDLE)))
+    add(buf, len, "; this PMU cannot exclude user, kernel, hypervisor or idle time");
+}
+
 const char *pl_open_hint(int err, const struct pl_attr *a, pid_t pid, int cpu,
                          int group_fd, char *buf, size_t len) {
   long v;
@@ -149,18 +190,17 @@ const char *pl_open_hint(int err, const struct pl_attr *a, pid_t pid, int cpu,
   buf[0] = '\0';
   switch (err) {
   case ENOENT:
-  case EOPNOTSUPP:
-    if (is_hw_type(a->type) && err == ENOENT)
+    if (is_hw_type(a->type))
       add(buf, len, "this machine exposes no hardware PMU (see perf.capabilities())");
     else if (a->type == PERF_TYPE_SOFTWARE)
       add(buf, len, "the kernel has no software event with config %ld", (long)a->config);
     else if (a->type == PERF_TYPE_TRACEPOINT)
       add(buf, len, "no tracepoint has id %ld (see /sys/kernel/tracing/events)", (long)a->config);
-    else if (err == EOPNOTSUPP)
-      add(buf, len, "the PMU cannot do what this attr asks "
-          "(sampling, precise_ip, branch stacks, exclude_* or AUX output)");
     else
       add(buf, len, "the PMU does not know this type/config");
+    break;
+  case EOPNOTSUPP:
+    unsupported_hint(a, buf, len);
     break;
   case EACCES:
   case EPERM:

@@ -13,6 +13,8 @@ describe("perf.cpus", function()
     local f = assert(io.open("/sys/devices/system/cpu/online"))
     assert.same(cpus.parse_list(f:read("l")), cpus.online())
     f:close()
+    assert.equal(cpus, perf.cpus)
+    assert.equal(perf.capabilities().cpus, #cpus.online())
   end)
 
   it("opens one event per CPU and merges their samples by time", function()

@@ -1,6 +1,6 @@
 -- perf.cpus: one event per online CPU, and their rings read in time order.
 --
---   local cpus = require "perf.cpus"
+--   local cpus = perf.cpus                      -- or require "perf.cpus"
 --   local set <close> = assert(cpus.open({ "cpu-clock", sample_period = 100000,
 --     sample_type = { "ip", "tid", "time", "cpu" }, inherit = true }, { pid = pid }))
 --   assert(set:mmap(16))
@@ -37,13 +37,7 @@ function cpus.parse_list(s)
 end
 
 --- cpus.online() -> list of the online CPU numbers
-function cpus.online()
-  local f = io.open("/sys/devices/system/cpu/online")
-  if not f then return { 0 } end
-  local s = f:read("l")
-  f:close()
-  return cpus.parse_list(s or "0")
-end
+cpus.online = require("perf.capabilities").online_cpus
 
 local Set = {}
 Set.__index = Set

@@ -152,6 +152,7 @@ local lazy = {
   calibrate = function() return require("perf.measure").calibrate end,
   stat = function() return require("perf.stat").stat end,
   scale = function() return core.scale end,
+  cpus = function() return require "perf.cpus" end,
 }
 
 return setmetatable(perf, {
