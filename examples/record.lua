@@ -32,28 +32,22 @@ do
   end
 end
 
-local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
--- ---- the target: a stopped child, or this process ----
-local pid, self_mode = nil, #cmd == 0
+-- ---- the target: a child waiting to exec, or this process ----
+local pid, child, self_mode = nil, nil, #cmd == 0
 if self_mode then
   local f = assert(io.open("/proc/self/stat"))
   pid = math.tointeger(f:read("n"))
   f:close()
 else
-  -- the child stops itself before exec; it is continued once the events
-  -- are open, and they start counting at its exec (enable_on_exec)
-  local args = {}
-  for i, a in ipairs(cmd) do args[i] = shell_quote(a) end
-  local p = assert(io.popen(("sh -c 'kill -STOP $$; exec \"$@\"' sh %s 1>&2 & echo $!")
-    :format(table.concat(args, " "))))
-  pid = math.tointeger(p:read("n"))
-  p:close()
-  repeat                                   -- wait for it to be stopped
-    local f = io.open(("/proc/%d/stat"):format(pid))
-    local state = f and f:read("a"):match("^%d+ %b() (%a)")
-    if f then f:close() end
-  until state == "T" or state == nil
+  -- the child waits before its exec until the events are open; they start
+  -- counting at its exec (enable_on_exec), as perf record's do
+  local msg
+  child, msg = perf.core.spawn(cmd)
+  if not child then
+    io.stderr:write(msg, "\n")
+    os.exit(1)
+  end
+  pid = child:pid()
 end
 
 local spec = { opts.event, freq = true, sample_freq = opts.hz,
@@ -135,7 +129,9 @@ end
 -- ---- run ----
 if self_mode then
   read_maps(pid)
-  for _, line in ipairs { io.open("/proc/self/comm"):read("l") } do comm[pid] = line end
+  local f = assert(io.open("/proc/self/comm"))
+  comm[pid] = f:read("l")
+  f:close()
   set:enable()
   -- the workload: string building, sorting, a few table-heavy loops
   local deadline = os.clock() + 1
@@ -150,12 +146,17 @@ if self_mode then
   set:disable()
   consume()
 else
-  os.execute("kill -CONT " .. pid)
-  while true do
-    local ok = set:poll(200)
-    consume()
-    if ok == nil then break end            -- hangup: the command exited
+  local ok, msg = child:start()
+  if not ok then
+    io.stderr:write(msg, "\n")
+    os.exit(1)
   end
+  while true do
+    local ready = set:poll(200)
+    consume()
+    if ready == nil then break end         -- hangup: the command exited
+  end
+  child:wait()
 end
 
 -- ---- report ----
