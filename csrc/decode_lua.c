@@ -65,13 +65,7 @@ static void check_layout(lua_State *L, int idx, pl_layout *l) {
   memset(l, 0, sizeof *l);
   pl_event *ev = pl_to_event(L, idx);
   if (ev) {
-    l->sample_type = ev->attr.sample_type;
-    l->read_format = ev->attr.read_format;
-    l->branch_sample_type = ev->attr.branch_sample_type;
-    l->regs_user = ev->attr.sample_regs_user;
-    l->regs_intr = ev->attr.sample_regs_intr;
-    l->sample_id_all = (int)PL_HAS(&ev->attr, PL_FLAG_SAMPLE_ID_ALL);
-    l->id = ev->id;
+    pl_layout_from_event(ev, l);
     return;
   }
   luaL_argexpected(L, lua_istable(L, idx), idx, "layout table or perf.event");

@@ -543,8 +543,8 @@ static const luaL_Reg metamethods[] = {
   {NULL, NULL}
 };
 
-void pl_event_methods(lua_State *L, const luaL_Reg *m) {
-  luaL_getmetatable(L, PL_EVENT_MT);
+void pl_add_methods(lua_State *L, const char *metatable, const luaL_Reg *m) {
+  luaL_getmetatable(L, metatable);
   lua_getfield(L, -1, "__index");
   luaL_setfuncs(L, m, 0);
   lua_pop(L, 2);

@@ -89,8 +89,9 @@ pl_event *pl_to_event(lua_State *L, int idx);      /* perf.event or NULL */
 ** names the event in messages. Returns the number of values pushed. */
 int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
                  int leader, unsigned long flags, const char *name);
-/* Adds methods to the perf.event metatable (for the files that extend it). */
-void pl_event_methods(lua_State *L, const luaL_Reg *methods);
+/* Adds methods to the __index table of a handle's metatable, e.g.
+** PL_EVENT_MT (for the files that extend a handle). */
+void pl_add_methods(lua_State *L, const char *metatable, const luaL_Reg *methods);
 /* Reads the event's counter: value, enabled, running and lost as
 ** read_format gives them (absent ones are 0). For a group-read event the
 ** entry whose id matches this event is used. Returns 0 or an errno. */

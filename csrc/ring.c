@@ -112,7 +112,7 @@ static int event_id(pl_event *ev, uint64_t *id) {
   return 0;
 }
 
-static void layout_from_event(const pl_event *ev, pl_layout *l) {
+void pl_layout_from_event(const pl_event *ev, pl_layout *l) {
   memset(l, 0, sizeof *l);
   l->sample_type = ev->attr.sample_type;
   l->read_format = ev->attr.read_format;
@@ -265,7 +265,7 @@ static int ev_mmap(lua_State *L) {
   r->rb.scratch = malloc(PL_RBUF_SCRATCH);
   if (!r->rb.scratch) return luaL_error(L, "not enough memory");
   pl_layout l;
-  layout_from_event(ev, &l);
+  pl_layout_from_event(ev, &l);
   ring_add_layout(L, r, &l);
 
   r->backward = (int)PL_HAS(&ev->attr, PL_FLAG_WRITE_BACKWARD);
@@ -343,7 +343,7 @@ static int rb_attach(lua_State *L) {
   int err = event_id(ev, &id);
   if (err) return pl_fail(L, err, "attach: PERF_EVENT_IOC_ID", NULL);
   pl_layout l;
-  layout_from_event(ev, &l);
+  pl_layout_from_event(ev, &l);
   size_t before = r->nlayouts;
   ring_add_layout(L, r, &l);       /* raises if ids could not be told apart */
   if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, r->ev->fd) < 0) {
@@ -624,12 +624,6 @@ static const luaL_Reg event_methods[] = {
   { NULL, NULL }
 };
 
-void pl_ring_methods(lua_State *L, const luaL_Reg *methods) {
-  luaL_getmetatable(L, PL_RING_MT);
-  lua_getfield(L, -1, "__index");
-  luaL_setfuncs(L, methods, 0);
-  lua_pop(L, 2);
-}
 
 /* Pins this library in memory: it installs an atfork hook and signal
 ** handlers, which must not outlive its code when Lua closes the state. */
@@ -653,7 +647,7 @@ void pl_open_ring(lua_State *L) {
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
-  pl_event_methods(L, event_methods);
+  pl_add_methods(L, PL_EVENT_MT, event_methods);
   pl_record_push_init(L);
   pl_open_ring_iter(L);
   pl_open_decode(L);

@@ -91,8 +91,9 @@ pl_ring *pl_event_ring(lua_State *L, int evidx);
 int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
                        size_t n);
 
-/* Adds methods to the perf.ring metatable. */
-void pl_ring_methods(lua_State *L, const luaL_Reg *methods);
+/* The decoding layout of an open event: its sample_type, read_format,
+** register masks, sample_id_all and id. */
+void pl_layout_from_event(const pl_event *ev, pl_layout *l);
 
 /* Unmaps the userpage handle at idx (userpage.c). */
 void pl_userpage_unmap(lua_State *L, int idx);

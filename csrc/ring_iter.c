@@ -443,7 +443,7 @@ static const luaL_Reg ring_methods[] = {
 void pl_open_ring_iter(lua_State *L) {
   if (luaL_newmetatable(L, PL_ITER_MT)) luaL_setfuncs(L, iter_meta, 0);
   lua_pop(L, 1);
-  pl_ring_methods(L, ring_methods);
+  pl_add_methods(L, PL_RING_MT, ring_methods);
   lua_pushcfunction(L, l_merge);
   lua_setfield(L, -2, "merge");
 }

@@ -242,5 +242,5 @@ void pl_open_signal(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
-  pl_event_methods(L, event_methods);
+  pl_add_methods(L, PL_EVENT_MT, event_methods);
 }
