@@ -56,6 +56,7 @@ build = {
     ["perf.measure"] = "lua/perf/measure.lua",
     ["perf.modifiers"] = "lua/perf/modifiers.lua",
     ["perf.nearest"] = "lua/perf/nearest.lua",
+    ["perf.options"] = "lua/perf/options.lua",
     ["perf.parse"] = "lua/perf/parse.lua",
     ["perf.pmu"] = "lua/perf/pmu.lua",
     ["perf.stat"] = "lua/perf/stat.lua",

@@ -22,9 +22,10 @@ local pmus = require "perf.pmu"
 local fs = require "perf.fs"
 local nearest = require "perf.nearest"
 
+local options = require "perf.options"
+
 local M = {}
 
-local TARGET_KEYS = { pid = true, cpu = true, group = true, cgroup = true, flags = true }
 local OWN_KEYS = { ret = true, ref_ctr_offset = true }
 
 -- Files mapped into this process, from /proc/self/maps.
@@ -156,16 +157,7 @@ function M.attr(perf, binary, where, opts)
   -- and lets a refusal say what is really missing (CAP_PERFMON)
   local attr = { type = p.type, config = config, uprobe_path = path,
     probe_offset = offset, sample_period = 1, exclude_kernel = true, exclude_hv = true }
-  local target
-  for k, v in pairs(opts) do
-    if TARGET_KEYS[k] then
-      target = target or {}
-      target[k] = v
-    elseif not OWN_KEYS[k] then
-      attr[k] = v
-      if k == "sample_freq" then attr.sample_period = nil end
-    end
-  end
+  local target = options.split(opts, attr, OWN_KEYS)
   attr.name = attr.name or ("%s:%s:%s%s"):format(opts.ret and "uretprobe" or "uprobe",
     path:match("[^/]+$"), label, "")
   return attr, target

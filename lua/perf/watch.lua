@@ -17,9 +17,10 @@
 -- says otherwise (exclude_kernel and exclude_hv default to true), and
 -- sample every hit (sample_period = 1).
 
+local options = require "perf.options"
+
 local M = {}
 
-local TARGET_KEYS = { pid = true, cpu = true, group = true, cgroup = true, flags = true }
 local OWN_KEYS = { mode = true, len = true, library = true }
 local BP_TYPES = { r = 1, w = 2, rw = 3, x = 4 }
 local LONG = string.packsize("l")
@@ -83,16 +84,7 @@ function M.attr(perf, where, opts)
 
   local attr = { type = "breakpoint", bp_addr = addr, bp_len = len, bp_type = mode,
     sample_period = 1, exclude_kernel = true, exclude_hv = true }
-  local target
-  for k, v in pairs(opts) do
-    if TARGET_KEYS[k] then
-      target = target or {}
-      target[k] = v
-    elseif not OWN_KEYS[k] then
-      attr[k] = v
-      if k == "sample_freq" then attr.sample_period = nil end
-    end
-  end
+  local target = options.split(opts, attr, OWN_KEYS)
   if attr.name == nil then
     attr.name = is_symbol and ("%s:%s"):format(what, mode)
       or ("mem:0x%x/%d:%s"):format(addr, len, mode)

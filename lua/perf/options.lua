@@ -1,0 +1,26 @@
+-- perf.options: the option tables of helpers such as perf.watch and
+-- perf.uprobe hold target fields (pid, cpu, group, cgroup, flags), the
+-- helper's own keys, and attr fields that refine the event.
+local M = {}
+
+M.TARGET_KEYS = { pid = true, cpu = true, group = true, cgroup = true, flags = true }
+
+--- split(opts, attr, own) -> target | nil
+-- Copies the attr fields of `opts` into `attr` (a sample_freq replaces the
+-- helper's default sample_period), skips the keys in the set `own`, and
+-- returns the target fields as a table, or nil when there are none.
+function M.split(opts, attr, own)
+  local target
+  for k, v in pairs(opts) do
+    if M.TARGET_KEYS[k] then
+      target = target or {}
+      target[k] = v
+    elseif not own[k] then
+      attr[k] = v
+      if k == "sample_freq" then attr.sample_period = nil end
+    end
+  end
+  return target
+end
+
+return M
