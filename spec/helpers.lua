@@ -9,6 +9,19 @@ do
 end
 H.lua = os.getenv("LUA") or "lua5.4"
 
+-- A command line that runs an example script with the C core this suite
+-- tests: under `make asan` the sanitizer build is loaded before the script
+-- runs (examples look for ./perf/core.so, the plain build).
+H.example = H.lua
+do
+  local cpath = os.getenv("PERF_LUA_CPATH")
+  if cpath then
+    local so = cpath:gsub("%?", "perf/core")
+    H.example = ("%s -e \"package.loaded['perf.core'] = assert(package.loadlib('%s', "
+      .. "'luaopen_perf_core'))('perf.core')\""):format(H.lua, so)
+  end
+end
+
 -- The tracepoint id from tracefs, without going through the parser.
 function H.tracepoint_id(sys, name)
   local f = assert(io.open(("/sys/kernel/tracing/events/%s/%s/id"):format(sys, name)))
