@@ -25,7 +25,7 @@ package.cpath = "./?.so;" .. package.cpath
 local perf = require "perf"
 
 local N = math.tointeger(tonumber(arg[1] or "1000000"))
-local REPEAT = math.tointeger(tonumber(arg[2] or "3"))
+local REPEAT = math.tointeger(tonumber(arg[2] or "5"))
 local OUT = "bench/out"
 os.execute("mkdir -p " .. OUT)
 
