@@ -13,16 +13,11 @@
 #include <string.h>
 
 #include "decode.h"
+#include "fuzz_input.h"
 #include "ringbuf.h"
 
 static uint64_t sink;
 
-static uint64_t get(const uint8_t **p, size_t *n, size_t k) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < k && *n; i++, (*p)++, (*n)--)
-    v |= (uint64_t)**p << (8 * i);
-  return v;
-}
 
 static void touch(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i++) sink += p[i];
@@ -106,16 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static unsigned char scratch[PL_RBUF_SCRATCH];
   pl_layout lay[4];
-  size_t nlay = 1 + get(&data, &size, 1) % 4;
-  for (size_t i = 0; i < nlay; i++) {
-    lay[i].sample_type = get(&data, &size, 4);
-    lay[i].read_format = get(&data, &size, 1);
-    lay[i].branch_sample_type = get(&data, &size, 4) << 16;
-    lay[i].regs_user = get(&data, &size, 8);
-    lay[i].regs_intr = get(&data, &size, 8);
-    lay[i].id = get(&data, &size, 1);
-    lay[i].sample_id_all = (int)get(&data, &size, 1) & 1;
-  }
+  size_t nlay = get_layouts(&data, &size, lay);
   pl_layouts set;
   const char *why;
   pl_layouts_init(&set, lay, nlay, &why);

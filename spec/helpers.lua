@@ -55,6 +55,18 @@ function H.fails(ok, msg, errno)
   return msg, errno
 end
 
+-- The message perf.parse raises for `s` (asserting that it raises).
+function H.parse_error(s)
+  local ok, err = pcall(require("perf.parse").parse, s)
+  assert(not ok, "expected an error for " .. s)
+  return err
+end
+
+-- Asserts that `text` occurs in `err`, literally.
+function H.assert_has(text, err)
+  assert(err:find(text, 1, true), ("%q not in:\n%s"):format(text, err))
+end
+
 -- Open file descriptors of this process (after collecting garbage, so
 -- file handles other code dropped are closed first). Probes /proc/self/fd
 -- without a child process, which could see a half-made pipe.

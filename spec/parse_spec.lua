@@ -1,6 +1,7 @@
 -- perf's event syntax: every form, every alias, exact attrs, and errors.
 
 local parse = require "perf.parse"
+local H = require "helpers"
 local pmu = require "perf.pmu"
 local events = require "perf.events"
 
@@ -19,17 +20,9 @@ local function tp_id(sys, ev)
   return id
 end
 
--- The message parse raises for `s`.
-local function parse_error(s)
-  local ok, err = pcall(parse.parse, s)
-  assert.is_false(ok, "expected an error for " .. s)
-  return err
-end
+local parse_error = H.parse_error
 
--- Whether `text` occurs in `err`, literally.
-local function assert_has(text, err)
-  assert.truthy(err:find(text, 1, true), ("%q not in:\n%s"):format(text, err))
-end
+local assert_has = H.assert_has
 
 -- The caret line of an error message points at byte `pos` of the string.
 local function assert_caret(err, s, pos)

@@ -3,18 +3,13 @@
 
 local pmu = require "perf.pmu"
 local parse = require "perf.parse"
+local H = require "helpers"
 
 local FAKE = "spec/fixtures/sysfs"
 
-local function parse_error(s)
-  local ok, err = pcall(parse.parse, s)
-  assert.is_false(ok, "expected an error for " .. s)
-  return err
-end
+local parse_error = H.parse_error
 
-local function assert_has(text, err)
-  assert.truthy(err:find(text, 1, true), ("%q not in:\n%s"):format(text, err))
-end
+local assert_has = H.assert_has
 
 describe("pmu.parse_format", function()
   it("reads ranges, single bits and lists", function()
