@@ -55,6 +55,15 @@ function H.fails(ok, msg, errno)
   return msg, errno
 end
 
+-- The count of `ev` over one call of fn(...): reset, enable, call, disable.
+function H.count(ev, fn, ...)
+  assert(ev:reset())
+  assert(ev:enable())
+  fn(...)
+  assert(ev:disable())
+  return (ev:read())
+end
+
 -- The message perf.parse raises for `s` (asserting that it raises).
 function H.parse_error(s)
   local ok, err = pcall(require("perf.parse").parse, s)

@@ -299,13 +299,7 @@ describe("tp:decode on samples from this library's ring buffer", function()
 end)
 
 describe("tracepoint events", function()
-  local function count(ev, fn)
-    assert(ev:reset())
-    assert(ev:enable())
-    fn()
-    assert(ev:disable())
-    return (ev:read())
-  end
+  local count = H.count
 
   with_tracefs("count exactly", function()
     local enter <close> = assert(perf.open "syscalls:sys_enter_openat")

@@ -34,13 +34,7 @@ local function binutils_offset(path, name)
   end
 end
 
-local function count(ev, fn)
-  assert(ev:reset())
-  assert(ev:enable())
-  fn()
-  assert(ev:disable())
-  return (ev:read())
-end
+local count = H.count
 
 describe("perf.elf", function()
   it("reads the header of a 64-bit little-endian shared object", function()

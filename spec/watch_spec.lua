@@ -9,13 +9,7 @@ local caps = perf.capabilities()
 local needs_bp = caps.breakpoints and it or pending
 local x86 = (io.open("/proc/sys/kernel/arch") or io.popen("uname -m")):read("l"):match("86") ~= nil
 
-local function count(ev, fn, ...)
-  assert(ev:reset())
-  assert(ev:enable())
-  fn(...)
-  assert(ev:disable())
-  return (ev:read())
-end
+local count = H.count
 
 describe("perf.watch", function()
   needs_bp("counts every call of a C function through an execute breakpoint", function()

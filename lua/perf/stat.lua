@@ -150,32 +150,28 @@ local function run(argv, events, opts)
   if not child then return nil, "perf.stat: " .. msg, errno end
   local child_ <close> = child
   local groups = {}
+  -- every failure from here on closes what was opened
+  local function fail(m, e)
+    close_all(groups)
+    return nil, "perf.stat: " .. m, e
+  end
   local target = { pid = child:pid() }
   for _, list in ipairs(units) do
     local g
     g, msg, errno = group.open_list(list, target, { user_fallback = true })
-    if not g then
-      close_all(groups)
-      return nil, "perf.stat: " .. msg, errno
-    end
+    if not g then return fail(msg, errno) end
     groups[#groups + 1] = g
   end
   local ok
   ok, msg, errno = child:start()
-  if not ok then
-    close_all(groups)
-    return nil, "perf.stat: " .. msg, errno
-  end
+  if not ok then return fail(msg, errno) end
   local w
   w, msg, errno = child:wait()
-  if not w then
-    close_all(groups)
-    return nil, "perf.stat: " .. msg, errno
-  end
+  if not w then return fail(msg, errno) end
   local r
   r, msg, errno = collect(groups, units, w)
+  if not r then return fail(msg, errno) end
   close_all(groups)
-  if not r then return nil, "perf.stat: " .. msg, errno end
   return r
 end
 
