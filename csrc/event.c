@@ -180,6 +180,14 @@ static int l_open(lua_State *L) {
 
 /* ---- reading ---- */
 
+/* Bytes a read of an event alone gives: value, [enabled], [running], [id],
+** [lost] (uapi: struct read_format without PERF_FORMAT_GROUP). */
+static ssize_t single_size(uint64_t rf) {
+  return (ssize_t)(8 * (1 + !!(rf & PERF_FORMAT_TOTAL_TIME_ENABLED) +
+                        !!(rf & PERF_FORMAT_TOTAL_TIME_RUNNING) +
+                        !!(rf & PERF_FORMAT_ID) + !!(rf & PERF_FORMAT_LOST)));
+}
+
 /* Decodes one read(2) of the event per its read_format (uapi: struct
 ** read_format). A group read is searched for this event's own id. */
 int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
@@ -193,11 +201,12 @@ int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
   words = (size_t)n / 8;
   *enabled = *running = *lost = 0;
   if (!(rf & PERF_FORMAT_GROUP)) {
+    if (n < single_size(rf)) return EIO;
     *value = buf[k++];
     if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) *enabled = buf[k++];
     if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) *running = buf[k++];
     if (rf & PERF_FORMAT_ID) k++;
-    if ((rf & PERF_FORMAT_LOST) && k < words) *lost = buf[k];
+    if (rf & PERF_FORMAT_LOST) *lost = buf[k];
     return 0;
   }
   nr = buf[k++];
@@ -249,6 +258,7 @@ static int l_read(lua_State *L) {
     ssize_t n = read(ev->fd, buf, sizeof buf);
     int k = 1;
     if (n <= 0) return read_failed(L, n < 0 ? errno : -1);
+    if (n < single_size(rf)) return read_failed(L, EIO);
     lua_pushinteger(L, (lua_Integer)buf[0]);
     if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) lua_pushinteger(L, (lua_Integer)buf[k++]);
     else lua_pushnil(L);

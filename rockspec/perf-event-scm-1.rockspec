@@ -32,6 +32,7 @@ build = {
         "csrc/errors.c",
         "csrc/event.c",
         "csrc/group.c",
+        "csrc/group_read.c",
         "csrc/record_push.c",
         "csrc/ring.c",
         "csrc/ring_iter.c",

@@ -138,6 +138,78 @@ describe("perf.group", function()
     assert.are.equal(3, t.x)
   end)
 
+  it("fills t under names that need quoting in Lua source", function()
+    local names = { 'quote"d', "back\\slash", "new\nline", "caf\xc3\xa9", "1", "", "]] --" }
+    local specs = {}
+    for i, name in ipairs(names) do specs[i] = openat(name) end
+    local g <close> = assert(perf.group(specs))
+    assert(g:enable())
+    opens(3)
+    assert(g:disable())
+    local t = g:read()
+    for i, name in ipairs(names) do
+      assert.are.equal(3, t[i])
+      assert.are.equal(3, t[name])
+    end
+    assert.are.equal(#names + 2 + #names, (function() local n = 0 for _ in pairs(t) do n = n + 1 end return n end)())
+  end)
+
+  it("gives the times priority over a member named like them", function()
+    local g <close> = assert(perf.group { openat("time_enabled"), sw(TASK_CLOCK, "time_running") })
+    assert(g:enable())
+    opens(2)
+    assert(g:disable())
+    local t = g:read()
+    assert.are.equal(2, t[1])
+    assert.is_true(t.time_enabled > 2 and t.time_enabled == t.time_running)
+  end)
+
+  it("reads the group it is called on, also through another group's method", function()
+    local a <close> = assert(perf.group { openat("a") })
+    local b <close> = assert(perf.group { close_tp("b") })
+    assert(a:enable())
+    assert(b:enable())
+    opens(4)
+    assert(a:disable())
+    assert(b:disable())
+    local t = a.read(b, {})
+    assert.are.equal(4, t[1])
+    assert.are.equal(4, t.b)
+    assert.is_nil(t.a)
+    assert.are.equal(4, a.scaled(b).b)
+  end)
+
+  it("fills t with ordinary assignments, so a __newindex sees the new keys", function()
+    local g <close> = assert(perf.group { openat("x"), close_tp("y") })
+    local seen = {}
+    local t = setmetatable({}, { __newindex = function(tt, k, v) seen[#seen + 1] = k rawset(tt, k, v) end })
+    g:read(t)
+    table.sort(seen, function(p, q) return tostring(p) < tostring(q) end)
+    assert.are.same({ 1, 2, "time_enabled", "time_running", "x", "y" }, seen)
+    g:read(t)
+    assert.are.equal(6, #seen)
+  end)
+
+  for _, n in ipairs { 64, 65, 70 } do
+    it(("counts exactly in a group of %d members"):format(n), function()
+      local specs = {}
+      for i = 1, n do specs[i] = openat("m" .. i) end
+      local g <close> = assert(perf.group(specs))
+      assert(g:enable())
+      opens(5)
+      assert(g:disable())
+      local t = g:read({})
+      local s = g:scaled()
+      for i = 1, n do
+        assert.are.equal(5, t[i])
+        assert.are.equal(5, t["m" .. i])
+        assert.are.equal(5, s[i])
+      end
+      assert.is_nil(t[n + 1])
+      assert.is_true(t.time_enabled > 0)
+    end)
+  end
+
   it("scaled() equals read() for events that never multiplex", function()
     local g <close> = assert(perf.group { openat(), close_tp() })
     assert(g:enable())
