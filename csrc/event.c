@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "counter_read.h"
 #include "perf_core.h"
 
 static const pl_name ioc_flag_names[] = {{"group", PERF_IOC_FLAG_GROUP}, {NULL, 0}};
@@ -195,7 +196,7 @@ int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
   uint64_t buf[512];
   uint64_t rf = ev->attr.read_format, nr, i;
   size_t k = 0, per, words;
-  ssize_t n = read(ev->fd, buf, sizeof buf);
+  ssize_t n = pl_counter_read(ev->fd, buf, sizeof buf);
   if (n < 0) return errno;
   if (n == 0) return -1;              /* error state: see PL_EOF_HINT */
   words = (size_t)n / 8;
@@ -255,7 +256,7 @@ static int l_read(lua_State *L) {
     /* one event alone, read in place: value, [enabled], [running], [id],
     ** [lost] (uapi: struct read_format without PERF_FORMAT_GROUP) */
     uint64_t buf[5];
-    ssize_t n = read(ev->fd, buf, sizeof buf);
+    ssize_t n = pl_counter_read(ev->fd, buf, sizeof buf);
     int k = 1;
     if (n <= 0) return read_failed(L, n < 0 ? errno : -1);
     if (n < single_size(rf)) return read_failed(L, EIO);

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "counter_read.h"
 #include "group.h"
 
 /* The functions between the read(2) and the Lua VM are inlined into the
@@ -89,13 +90,13 @@ PL_INLINE int read_group(lua_State *L, pl_group *g, int scaled, pl_values *vs) {
   size_t k = 1, per, words;
   ssize_t got;
   int i;
-  got = read(g->ev[0]->fd, buf, size);
+  got = pl_counter_read(g->ev[0]->fd, buf, size);
   if (got < 0 && errno == ENOSPC) {
     /* more members joined the leader than the buffer holds: read into a
     ** temporary block large enough for the kernel's maximum read */
     size = (3 + 3 * (size_t)65536) * sizeof *buf;
     buf = (uint64_t *)lua_newuserdatauv(L, size, 0);
-    got = read(g->ev[0]->fd, buf, size);
+    got = pl_counter_read(g->ev[0]->fd, buf, size);
   }
   if (got < 0) return errno;
   if (got == 0) return -1;

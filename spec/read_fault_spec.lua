@@ -1,30 +1,28 @@
--- Failed reads: the kernel's error state (end of file), an I/O error and a
--- short read, brought about by spec/fixtures/read_fault.c preloaded into a
--- child interpreter. Each read method returns nil, message, errno; none
--- raises or reads past what the kernel gave.
+-- Failed counter reads: the kernel's error state (a read giving 0 bytes)
+-- and an I/O error, brought about by a seccomp filter
+-- (spec/fixtures/read_fault.c) in a child interpreter. Each read method
+-- returns nil, message, errno, and nothing raises or crashes.
 local H = require "helpers"
 
 local dir = os.tmpname()
 os.remove(dir)
-assert(os.execute(("mkdir -p %s && cc -shared -fPIC -o %s/read_fault.so spec/fixtures/read_fault.c -ldl")
+assert(os.execute(("mkdir -p %s && cc -shared -fPIC -I/usr/include/lua5.4 -o %s/read_fault.so spec/fixtures/read_fault.c")
   :format(dir, dir)))
 
--- Runs `code` with reads of perf descriptors failing as `mode` says.
-local function with_fault(mode, code)
-  return H.run_lua(code, ('PERF_FAULT_READ=%s LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }%s/read_fault.so"')
-    :format(mode, dir))
-end
-
 -- Every read method on a single event, a member, a group of 3 (read by
--- generated code) and one of 70 (filled from C); one line each.
-local READS = [[
+-- generated code) and one of 70 (filled from C), one line each, with reads
+-- of every perf descriptor failing with `errno` (0: end of file).
+local function reads(errno)
+  return H.run_lua(([[
 local perf = require "perf"
+local fault = package.loadlib(%q, "luaopen_read_fault")()
 local function show(what, ...) print(what, select("#", ...), ...) end
 local specs = {}
 for i = 1, 70 do specs[i] = { type = "software", config = perf.core.PERF_COUNT_SW_DUMMY, name = "m" .. i } end
 local ev = assert(perf.open { type = "software", config = perf.core.PERF_COUNT_SW_TASK_CLOCK })
 local g = assert(perf.group { "task-clock", "page-faults", "context-switches" })
 local big = assert(perf.group(specs))
+if %d >= 0 then fault.fail_reads(ev:fileno(), %d) end
 show("ev:read", ev:read())
 show("member", g[2]:read())
 show("g:read", g:read())
@@ -34,21 +32,19 @@ show("big:read", big:read())
 show("big:scaled", big:scaled({}))
 print("tostring", tostring(g))
 print("done")
-]]
-
-local function lines(out)
-  local t = {}
-  for line in out:gmatch("[^\n]+") do t[#t + 1] = line end
-  return t
+]]):format(dir .. "/read_fault.so", errno, errno))
 end
 
-describe("a failed read", function()
+local function last_line(out)
+  return out:match("([^\n]*)\n?$")
+end
+
+describe("a failed counter read", function()
   teardown(function() os.execute("rm -rf " .. dir) end)
 
-  it("in error state (end of file) returns nil, message, EIO with the cause", function()
-    local out = with_fault("eof", READS)
-    local l = lines(out)
-    assert.are.equal("done", l[#l], out)
+  it("in error state (0 bytes) returns nil, message, EIO with the cause", function()
+    local out = reads(0)
+    assert.are.equal("done", last_line(out), out)
     assert.matches('ev:read\t3\tnil\tev:read "task%-clock": Input/output error %(EIO%); the event is in error state', out)
     assert.matches('member\t3\tnil\tev:read "page%-faults": Input/output error %(EIO%); the event is in error state', out)
     for _, m in ipairs { "read", "read%(t%)", "scaled" } do
@@ -60,28 +56,27 @@ describe("a failed read", function()
   end)
 
   it("with an I/O error returns nil, message, EIO", function()
-    local out = with_fault("eio", READS)
-    local l = lines(out)
-    assert.are.equal("done", l[#l], out)
-    assert.matches('ev:read\t3\tnil\tev:read "task%-clock": Input/output error %(EIO%)\t5', out)
-    assert.matches("g:read\t3\tnil\tg:read: Input/output error %(EIO%)\t5", out)
-    assert.matches("big:scaled\t3\tnil\tg:scaled: Input/output error %(EIO%)\t5", out)
-    assert.not_matches("error state", out)
-  end)
-
-  it("cut short returns nil, message, EIO rather than reading past it", function()
-    local out = with_fault("short", READS)
-    local l = lines(out)
-    assert.are.equal("done", l[#l], out)
+    local out = reads(5)
+    assert.are.equal("done", last_line(out), out)
     for _, what in ipairs { "ev:read", "member", "g:read", "g:read%(t%)", "g:scaled", "big:read", "big:scaled" } do
       assert.matches(what .. '\t3\tnil\t[%a:]+[%w "%-]*: Input/output error %(EIO%)\t5', out)
     end
+    assert.not_matches("error state", out)
   end)
 
-  it("is the preloaded helper's doing: without it every read works", function()
-    local out = with_fault("none", READS)
+  it("with another errno passes it on, named", function()
+    local out = reads(4)
+    assert.are.equal("done", last_line(out), out)
+    assert.matches("g:read\t3\tnil\tg:read: Interrupted system call %(EINTR%)\t4", out)
+    assert.matches('ev:read\t3\tnil\tev:read "task%-clock": Interrupted system call %(EINTR%)\t4', out)
+  end)
+
+  it("is the filter's doing: without it every read works", function()
+    local out = reads(-1)
+    assert.are.equal("done", last_line(out), out)
     assert.matches("g:read\t1\ttable", out)
     assert.matches("ev:read\t4\t%d+\t%d+\t%d+\t%d+", out)
     assert.matches("big:read\t1\ttable", out)
+    assert.matches('tostring\tperf.group %(3 members, disabled%) {"task%-clock" = 0,', out)
   end)
 end)
