@@ -5,7 +5,7 @@
 --   -e EVENTS  events, comma-separated, in perf's syntax ("{a,b}" a group);
 --              default: task-clock,context-switches,cpu-migrations,page-faults
 --   -r N       run the command N times; print means and their variation
---   -x SEP     print CSV with this separator, like perf stat -x
+--   -x SEP     print CSV with this separator, like perf stat -x (and no notes)
 --   -i         do not count the command's children (no inherit)
 --   -o FILE    print to FILE instead of standard error
 --
@@ -72,8 +72,8 @@ for run = 1, runs do
     local cannot_run = msg:find('^perf%.stat: cannot run "') ~= nil
     os.exit(cannot_run and (errno == 2 and 127 or 126) or 1)
   end
-  for _, note in ipairs(r.notes or {}) do
-    if run == 1 then io.stderr:write("note: ", note, "\n") end
+  for _, note in ipairs(r.notes or {}) do           -- CSV output is only the rows
+    if run == 1 and not sep then io.stderr:write("note: ", note, "\n") end
   end
   results[run] = r
 end

@@ -12,8 +12,12 @@
 --
 -- results[i] and results[name] are the counts (scaled for multiplexing);
 -- results.events[i] has the details of event i (name, value, raw,
--- time_enabled, time_running, fraction, unit, scale, type, config, and
--- group: the index of its group); status is the exit
+-- time_enabled, time_running, fraction, unit, scale, type, config,
+-- supported, and group: the index of its group). An event this machine
+-- cannot count (perf stat's <not supported>: no such PMU or event) is
+-- false there, with supported = false and the kernel's error and errno in
+-- its details; the others are counted. When none can be, perf.stat returns
+-- nil, message, errno without running the command. status is the exit
 -- code, or the name of the signal that ended the command (also in signal);
 -- elapsed, user and sys are nanoseconds (wall clock from the exec to the
 -- end of the wait; the command's CPU time from wait4). notes lists what
@@ -110,19 +114,44 @@ local function units_of(events, opts)
   return units
 end
 
-local function close_all(groups)
-  for i = #groups, 1, -1 do groups[i]:close() end
+-- Errors that mean "this machine cannot count that event" (no such PMU or
+-- event, or a configuration the PMU refuses): perf stat prints the event as
+-- <not supported> and counts the others, and so does perf.stat.
+local NOT_SUPPORTED = { [2] = true, [6] = true, [22] = true, [38] = true, [95] = true }
+-- ENOENT, ENXIO, EINVAL, ENOSYS, EOPNOTSUPP
+
+local function close_all(groups, n)
+  for i = n, 1, -1 do
+    if groups[i] then groups[i]:close() end
+  end
 end
 
--- The results table from the groups after the command ended.
-local function collect(groups, units, w)
+local function note(r, text)
+  r.notes = r.notes or {}
+  r.notes[#r.notes + 1] = text
+end
+
+-- The results table from the groups after the command ended; units[u]
+-- that could not open have skipped[u] = { message, errno } instead.
+local function collect(groups, skipped, units, w)
   local r = { events = {}, notes = nil }
   local n = 0
-  for u, g in ipairs(groups) do
-    for _, note in ipairs(g:notes()) do
-      r.notes = r.notes or {}
-      r.notes[#r.notes + 1] = note
+  for u = 1, #units do
+    local g = groups[u]
+    if not g then
+      local msg, errno = skipped[u][1], skipped[u][2]
+      for _, e in ipairs(units[u]) do
+        n = n + 1
+        r.events[n] = { name = e.name, supported = false, error = msg, errno = errno,
+          type = e.attr.type, config = e.attr.config, group = #units[u] > 1 and u or nil }
+        r[n] = false
+        if r[e.name] == nil then r[e.name] = false end
+      end
+      note(r, ("%s: not supported here, not counted (%s)"):format(
+        #units[u] > 1 and "the group of " .. units[u][1].name or units[u][1].name, msg))
+      goto next_unit
     end
+    for _, text in ipairs(g:notes()) do note(r, text) end
     for i = 1, #g do
       local ev = g[i]
       local v, en, run = ev:read()
@@ -133,10 +162,11 @@ local function collect(groups, units, w)
       n = n + 1
       r.events[n] = { name = name, value = estimate, raw = v, time_enabled = en,
         time_running = run, fraction = fraction, unit = extra.unit, scale = extra.scale,
-        type = attr.type, config = attr.config, group = #g > 1 and u or nil }
+        type = attr.type, config = attr.config, group = #g > 1 and u or nil, supported = true }
       r[n] = estimate
       if r[name] == nil then r[name] = estimate end
     end
+    ::next_unit::
   end
   for k, v in pairs(w) do r[k] = v end
   return r
@@ -149,18 +179,26 @@ local function run(argv, events, opts)
   child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
   if not child then return nil, "perf.stat: " .. msg, errno end
   local child_ <close> = child
-  local groups = {}
+  local groups, skipped, counted = {}, {}, 0
   -- every failure from here on closes what was opened
   local function fail(m, e)
-    close_all(groups)
+    close_all(groups, #units)
     return nil, "perf.stat: " .. m, e
   end
   local target = { pid = child:pid() }
-  for _, list in ipairs(units) do
+  for u, list in ipairs(units) do
     local g
     g, msg, errno = group.open_list(list, target, { user_fallback = true })
-    if not g then return fail(msg, errno) end
-    groups[#groups + 1] = g
+    if g then
+      groups[u], counted = g, counted + 1
+    elseif NOT_SUPPORTED[errno] then
+      skipped[u] = { msg, errno }
+    else
+      return fail(msg, errno)
+    end
+  end
+  if counted == 0 then                   -- nothing to count: the first reason
+    return fail(skipped[1][1], skipped[1][2])
   end
   local ok
   ok, msg, errno = child:start()
@@ -169,9 +207,9 @@ local function run(argv, events, opts)
   w, msg, errno = child:wait()
   if not w then return fail(msg, errno) end
   local r
-  r, msg, errno = collect(groups, units, w)
+  r, msg, errno = collect(groups, skipped, units, w)
   if not r then return fail(msg, errno) end
-  close_all(groups)
+  close_all(groups, #units)
   return r
 end
 

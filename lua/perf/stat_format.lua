@@ -31,6 +31,9 @@ function F.rate_unit(per_sec)
   return per_sec, "/sec"
 end
 
+-- what perf stat prints for an event it could not count
+local NOT_SUPPORTED = "<not supported>"
+
 local function is_clock(e)
   return e.type == 1 and (e.config == 0 or e.config == 1)
 end
@@ -51,11 +54,16 @@ end
 -- Results of one or more runs of the same command and events to one
 -- summary: { runs, events = { { name, value, noise, fraction, running,
 -- clock, unit, scale } ... }, elapsed, elapsed_noise, user, sys, status }.
+-- An event perf.stat could not count is { name, supported = false }.
 function F.summary(runs)
   assert(#runs >= 1, "no runs")
   local first = runs[1]
   local s = { runs = #runs, events = {}, status = runs[#runs].status, signal = runs[#runs].signal }
   for i, e in ipairs(first.events) do
+    if e.supported == false then
+      s.events[i] = { name = e.name, supported = false }
+      goto next_event
+    end
     local values, fractions, running = {}, {}, {}
     for k, r in ipairs(runs) do
       local ek = r.events[i]
@@ -67,6 +75,7 @@ function F.summary(runs)
       fraction = (F.mean_noise(fractions)), running = (F.mean_noise(running)),
       clock = is_clock(e), unit = e.unit, scale = e.scale,
     }
+    ::next_event::
   end
   local el, us, sy = {}, {}, {}
   for k, r in ipairs(runs) do el[k], us[k], sy[k] = r.elapsed, r.user, r.sys end
@@ -113,6 +122,10 @@ function F.text(s, argv)
     s.runs > 1 and (" (%d runs)"):format(s.runs) or "")
   local clock = clock_ns(s)
   for _, e in ipairs(s.events) do
+    if e.supported == false then
+      add("%18s %-4s %s\n", NOT_SUPPORTED, "", e.name)
+      goto next_event
+    end
     local v, unit, metric, munit, decimals = columns(e, s, clock)
     local line = ("%18s %-4s %-32s"):format(F.thousands(v, decimals), unit, e.name)
     if metric then
@@ -123,6 +136,7 @@ function F.text(s, argv)
     if s.runs > 1 and e.noise > 0 then line = line .. ("  ( +-%6.2f%% )"):format(e.noise) end
     if e.fraction < 1 then line = line .. ("  (%.2f%%)"):format(100 * e.fraction) end
     add("%s\n", (line:gsub("%s+$", "")))
+    ::next_event::
   end
   if s.runs > 1 then
     add("\n%18.9f +- %.9f seconds time elapsed  ( +-%6.2f%% )\n",
@@ -140,6 +154,16 @@ function F.csv(s, sep)
   local out = {}
   local clock = clock_ns(s)
   for _, e in ipairs(s.events) do
+    if e.supported == false then
+      local fields = { NOT_SUPPORTED, "", e.name }
+      if s.runs > 1 then fields[#fields + 1] = "0.00%" end
+      fields[#fields + 1] = "0"
+      fields[#fields + 1] = "100.00"
+      fields[#fields + 1] = ""
+      fields[#fields + 1] = ""
+      out[#out + 1] = table.concat(fields, sep) .. "\n"
+      goto next_event
+    end
     local v, unit, metric, munit, decimals = columns(e, s, clock)
     local fields = { decimals and ("%." .. decimals .. "f"):format(v) or ("%d"):format(math.floor(v + 0.5)),
       unit, e.name }
@@ -149,6 +173,7 @@ function F.csv(s, sep)
     fields[#fields + 1] = metric and ("%.3f"):format(metric) or ""
     fields[#fields + 1] = munit or ""
     out[#out + 1] = table.concat(fields, sep) .. "\n"
+    ::next_event::
   end
   return table.concat(out)
 end
