@@ -417,7 +417,8 @@ static int l_set_bpf(lua_State *L) {
     return fail(L, err, "ev:set_bpf", err == EBADF ?
                 "the argument must be the fd of a loaded BPF program" :
                 err == EINVAL ? "the fd must be a loaded BPF program whose type fits the event "
-                "(tracepoint, kprobe or perf_event programs)" : NULL);
+                "(tracepoint, kprobe or perf_event programs)" :
+                err == EEXIST ? "the event has a program already: one per event" : NULL);
   }
   lua_pushboolean(L, 1);
   return 1;

@@ -1,5 +1,5 @@
--- Every ioctl, exercised for its effect (or, where the effect needs a ring
--- buffer or a BPF program, for its error path).
+-- Every ioctl, exercised for its effect, and for its error paths. BPF
+-- programs come from spec/fixtures/bpf_prog.c, the smallest loader.
 local perf = require "perf"
 local H = require "helpers"
 
@@ -170,6 +170,44 @@ describe("set_output and pause_output", function()
 end)
 
 describe("BPF ioctls", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute(("mkdir -p %s && cc -shared -fPIC -I/usr/include/lua5.4 -o %s/bpf_prog.so spec/fixtures/bpf_prog.c")
+    :format(dir, dir)))
+  local bpf = package.loadlib(dir .. "/bpf_prog.so", "luaopen_bpf_prog")()
+  teardown(function() os.execute("rm -rf " .. dir) end)
+
+  it("set_bpf attaches a program that decides which hits count; query_bpf lists it", function()
+    local drop = assert(bpf.load(0))
+    local keep = assert(bpf.load(1))
+    -- a tracepoint's programs belong to the tracepoint: every event on it
+    -- lists them and counts only the hits they all keep
+    local a = openat()
+    local plain <close> = openat()
+    assert.is_true(a:set_bpf(drop))
+    assert.are.same({ bpf.id(drop) }, a:query_bpf())
+    assert.are.same({ bpf.id(drop) }, plain:query_bpf())
+    assert(a:enable())
+    assert(plain:enable())
+    opens(5)
+    assert.are.same({ 0, 0 }, { (a:read()), (plain:read()) })
+    a:close()                                   -- its program goes with it
+    assert.are.same({}, plain:query_bpf())
+    opens(3)
+    assert.are.equal(3, (plain:read()))
+    local b <close> = openat()
+    assert.is_true(b:set_bpf(keep))
+    assert.are.same({ bpf.id(keep) }, plain:query_bpf())
+    assert(b:enable())
+    opens(4)
+    assert.are.same({ 4, 7 }, { (b:read()), (plain:read()) })
+    local msg, errno = shape(b:set_bpf(drop))   -- one program per event
+    assert.are.equal(17, errno)
+    assert.matches('ev:set_bpf "syscalls:sys_enter_openat": .*%(EEXIST%); the event has a program already', msg)
+    bpf.close(drop)
+    bpf.close(keep)
+  end)
+
   it("query_bpf lists no programs on a fresh tracepoint", function()
     local ev <close> = openat()
     assert.are.same({}, ev:query_bpf())
