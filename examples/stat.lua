@@ -1,12 +1,14 @@
 -- A `perf stat` in Lua: run a command and print what it cost.
 --
---   lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-o FILE] [--] COMMAND [ARG]...
+--   lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-o FILE] [--] COMMAND [ARG]...
 --
 --   -e EVENTS  events, comma-separated, in perf's syntax ("{a,b}" a group);
 --              default: task-clock,context-switches,cpu-migrations,page-faults
 --   -r N       run the command N times; print means and their variation
 --   -x SEP     print CSV with this separator, like perf stat -x (and no notes)
 --   -i         do not count the command's children (no inherit)
+--   -a         count everything on every CPU while the command runs
+--   -C LIST    count everything on these CPUs ("0-3,5") while it runs
 --   -o FILE    print to FILE instead of standard error
 --
 -- Exits with the command's exit status (128 + the signal's number if a
@@ -19,16 +21,16 @@ local split = require("perf.stat").split
 
 local function usage(msg)
   if msg then io.stderr:write("stat.lua: ", msg, "\n") end
-  io.stderr:write("usage: lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-o FILE] [--] COMMAND [ARG]...\n")
+  io.stderr:write("usage: lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-o FILE] [--] COMMAND [ARG]...\n")
   os.exit(msg and 129 or 0)
 end
 
-local events, runs, sep, inherit, outfile = {}, 1, nil, true, nil
+local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
 local argv = {}
 local i = 1
 while i <= #arg do
   local a = arg[i]
-  local opt, joined = a:match("^(%-[erxo])(.+)$")    -- perf's -x, and -r5 forms
+  local opt, joined = a:match("^(%-[erxoC])(.+)$")   -- perf's -x, and -r5 forms
   local function value()
     if joined then return joined end
     i = i + 1
@@ -48,6 +50,10 @@ while i <= #arg do
     sep = value()
   elseif opt == "-i" then
     inherit = false
+  elseif opt == "-a" then
+    all_cpus = true
+  elseif opt == "-C" then
+    cpus = value()
   elseif opt == "-o" then
     outfile = value()
   elseif opt == "-h" or opt == "--help" then
@@ -65,7 +71,7 @@ if #events == 0 then events = { "task-clock", "context-switches", "cpu-migration
 
 local results = {}
 for run = 1, runs do
-  local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit })
+  local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit, all_cpus = all_cpus, cpus = cpus })
   if not ok then usage(r) end                      -- a malformed event, ...
   if not r then
     io.stderr:write(msg, "\n")
@@ -79,7 +85,8 @@ for run = 1, runs do
 end
 
 local summary = F.summary(results)
-local text = sep and F.csv(summary, sep) or F.text(summary, argv)
+local what = cpus and "CPU(s) " .. cpus or all_cpus and "system wide" or argv
+local text = sep and F.csv(summary, sep) or F.text(summary, what)
 if outfile then
   local f = assert(io.open(outfile, "w"))
   f:write(text)

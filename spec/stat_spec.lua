@@ -243,6 +243,59 @@ describe("perf.stat", function()
       .. "(perf_event_paranoid); counting user space only\n", out)
   end)
 
+  it("counts every CPU while the command runs with all_cpus, as perf stat -a", function()
+    local online, is_online = perf.cpus.online(), {}
+    for _, c in ipairs(online) do is_online[c] = true end
+    local r = assert(perf.stat({ H.lua, "-e", "for i = 1, 40 do io.open('/dev/null'):close() end" },
+      { "cpu-clock", "syscalls:sys_enter_openat", "{task-clock,context-switches}" }, { all_cpus = true }))
+    assert.are.equal(0, r.status)
+    -- cpu-clock counts each CPU's time, idle or not: elapsed times the CPUs
+    local clock = r.events[1]
+    assert.is_true(clock.value > 0.8 * r.elapsed * #online, "cpu-clock under the CPUs' time")
+    assert.is_true(clock.value < 1.5 * r.elapsed * #online + 5e6, "cpu-clock over the CPUs' time")
+    assert.is_true(r["syscalls:sys_enter_openat"] >= 40)     -- the command's and any other's
+    for i, e in ipairs(r.events) do
+      local sum, n = 0, 0
+      for c, v in pairs(e.cpus) do
+        assert.is_true(is_online[c])
+        sum, n = sum + v, n + 1
+      end
+      assert.are.equal(#online, n)
+      assert.are.equal(r[i], sum)                -- no multiplexing: the sum is the count
+      assert.are.equal(e.raw, r[i])
+    end
+    assert.are.equal(3, r.events[4].group)
+    -- the same CPUs for perf stat -a: its cpu-clock is the CPUs' time too
+    local out = os.tmpname()
+    assert(os.execute(("perf stat -a -x, -o %s -e cpu-clock -- sleep 0.1"):format(out)))
+    local f = assert(io.open(out))
+    local msec = tonumber(f:read("a"):match("([%d.]+),msec,cpu%-clock"))
+    f:close()
+    os.remove(out)
+    assert.is_true(msec > 0.8 * 100 * #online)
+  end)
+
+  it("counts the CPUs it is given with cpus, as perf stat -C", function()
+    local last = perf.cpus.online()[#perf.cpus.online()]
+    local r = assert(perf.stat({ "sleep", "0.05" }, { "cpu-clock" }, { cpus = tostring(last) }))
+    local n = 0
+    for c in pairs(r.events[1].cpus) do
+      assert.are.equal(last, c)
+      n = n + 1
+    end
+    assert.are.equal(1, n)
+    assert.is_true(r[1] > 0.8 * r.elapsed and r[1] < 1.5 * r.elapsed + 5e6)
+    r = assert(perf.stat({ "true" }, { "cpu-clock" }, { cpus = { last } }))
+    assert.is_number(r.events[1].cpus[last])
+    local msg, errno = select(2, perf.stat({ "true" }, { "cpu-clock" }, { cpus = { 4096 } }))
+    assert.are.equal(22, errno)
+    assert.matches("cpu 4096 does not exist here", msg)
+    assert.has_error(function() perf.stat({ "true" }, { "cpu-clock" }, { cpus = "x" }) end,
+      'perf.cpus: malformed CPU list "x"')
+    assert.has_error(function() perf.stat({ "true" }, { "cpu-clock" }, { cpus = { -1 } }) end,
+      'perf.stat: cpus must be a list of CPU numbers or a string such as "0-3,5", got table')
+  end)
+
   it("raises on misuse", function()
     assert.has_error(function() perf.stat("ls", { "task-clock" }) end,
       "perf.stat: the command must be a list (argv), got string")
@@ -251,7 +304,7 @@ describe("perf.stat", function()
       "perf.stat: argument 2 of the command: a string expected, got number")
     assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
-      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit)")
+      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus)")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdout = 1 }) end)
     local ok, err = pcall(perf.stat, { "ls" }, { "task-clok" })
     assert.is_false(ok)
@@ -411,6 +464,15 @@ describe("examples/stat.lua", function()
     text, code = example("-x, -e software/config=999/,task-clock -- true")
     assert.are.equal(0, code)
     assert.matches("^<not supported>,,software/config=999/,0,100%.00,,\n[%d.]+,msec,task%-clock,", text)
+    text, code = example("-a -e cpu-clock -- sleep 0.05")
+    assert.are.equal(0, code)
+    assert.matches("Performance counter stats for 'system wide':\n\n +[%d.]+ msec cpu%-clock +# +[%d.]+ CPUs utilized\n\n +[%d.]+ seconds time elapsed\n\n$", text)
+    local cpus = tonumber(text:match("([%d.]+) CPUs utilized"))
+    assert.is_true(cpus > 0.8 * #perf.cpus.online(), text)
+    text, code = example("-C 0 -e cpu-clock -- sleep 0.05")
+    assert.are.equal(0, code)
+    assert.matches("Performance counter stats for 'CPU%(s%) 0':", text)
+    assert.is_true(tonumber(text:match("([%d.]+) CPUs utilized")) > 0.8, text)
     text, code = example("-e task-clock -- no-such-program-here")
     assert.are.equal(127, code)
     assert.matches("not found in PATH", text)

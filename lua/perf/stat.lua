@@ -22,6 +22,11 @@
 -- elapsed, user and sys are nanoseconds (wall clock from the exec to the
 -- end of the wait; the command's CPU time from wait4). notes lists what
 -- was done differently than asked, if anything.
+--
+-- opts.all_cpus counts everything on every online CPU while the command
+-- runs, as perf stat -a; opts.cpus (a list, or "0-3,5") on those CPUs, as
+-- perf stat -C. The counts are then summed over the CPUs, and
+-- events[i].cpus[c] is the count on CPU c.
 local core = require "perf.core"
 local group = require "perf.group"
 local measure = require "perf.measure"
@@ -63,7 +68,8 @@ local function is_group_string(s)
   return type(s) == "string" and s:match("^[%w_%.%-]*{") ~= nil
 end
 
-local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true }
+local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
+  all_cpus = true, cpus = true }
 
 local function check_args(argv, events, opts)
   if type(argv) ~= "table" then
@@ -82,9 +88,19 @@ local function check_args(argv, events, opts)
     end
     for k in pairs(opts) do
       if not OPTS[k] then
-        error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit)")
+        error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit, all_cpus, cpus)")
           :format(tostring(k)), 0)
       end
+    end
+  end
+  if opts ~= nil and opts.cpus ~= nil then
+    local c = opts.cpus
+    if type(c) == "string" then c = require("perf.cpus").parse_list(c) end
+    local bad = type(c) ~= "table" or #c == 0
+    for _, x in ipairs(bad and {} or c) do bad = bad or math.type(x) ~= "integer" or x < 0 end
+    if bad then
+      error(("perf.stat: cpus must be a list of CPU numbers or a string such as \"0-3,5\", got %s")
+        :format(type(opts.cpus) == "string" and ("%q"):format(opts.cpus) or type(opts.cpus)), 0)
     end
   end
   if type(events) == "string" then events = M.split(events) end
@@ -94,10 +110,12 @@ local function check_args(argv, events, opts)
   return events
 end
 
--- The events as units to open: each one a list from group.attrs, the
--- leader counting from the exec, all inheriting unless opts.inherit is
--- false. Returns the units, or nil, message, errno.
-local function units_of(events, opts)
+-- The events as units to open: each one a list from group.attrs. Counting
+-- a task, the leader counts from the exec and all inherit unless
+-- opts.inherit is false; counting CPUs, they are enabled just before the
+-- exec (enable_on_exec is for tasks). Returns the units, or nil, message,
+-- errno.
+local function units_of(events, opts, cpu_wide)
   local units = {}
   for _, item in ipairs(events) do
     local specs = is_group_string(item) and item or { item }
@@ -105,13 +123,23 @@ local function units_of(events, opts)
     if not list then return nil, msg, errno end
     measure.counting(list)
     for _, e in ipairs(list) do
-      e.attr.inherit = opts.inherit ~= false
+      e.attr.inherit = not cpu_wide and opts.inherit ~= false
       e.attr.enable_on_exec = nil
     end
-    list[1].attr.enable_on_exec = true
+    list[1].attr.enable_on_exec = not cpu_wide or nil
+    list[1].attr.disabled = true
     units[#units + 1] = list
   end
   return units
+end
+
+-- The CPUs to count on (opts.cpus, a list or "0-3,5"; opts.all_cpus: every
+-- online one), or nil to count the command's tasks.
+local function cpus_of(opts)
+  local list = opts.cpus
+  if type(list) == "string" then list = require("perf.cpus").parse_list(list) end
+  if list == nil and opts.all_cpus then list = require("perf.cpus").online() end
+  return list
 end
 
 -- Errors that mean "this machine cannot count that event" (no such PMU or
@@ -120,10 +148,21 @@ end
 local NOT_SUPPORTED = { [2] = true, [6] = true, [22] = true, [38] = true, [95] = true }
 -- ENOENT, ENXIO, EINVAL, ENOSYS, EOPNOTSUPP
 
-local function close_all(groups, n)
-  for i = n, 1, -1 do
-    if groups[i] then groups[i]:close() end
+-- opened[u]: the groups of unit u, one per target (the task, or each CPU)
+local function close_all(opened, n)
+  for u = n, 1, -1 do
+    for k = #(opened[u] or {}), 1, -1 do opened[u][k]:close() end
   end
+end
+
+local function each_group(opened, n, method)
+  for u = 1, n do
+    for _, g in ipairs(opened[u] or {}) do
+      local ok, msg, errno = g[method](g)
+      if not ok then return nil, msg, errno end
+    end
+  end
+  return true
 end
 
 local function note(r, text)
@@ -131,40 +170,60 @@ local function note(r, text)
   r.notes[#r.notes + 1] = text
 end
 
--- The results table from the groups after the command ended; units[u]
--- that could not open have skipped[u] = { message, errno } instead.
-local function collect(groups, skipped, units, w)
+-- Unit u that could not open: each member false, with why.
+local function add_skipped(r, n, u, list, why)
+  local msg, errno = why[1], why[2]
+  for _, e in ipairs(list) do
+    n = n + 1
+    r.events[n] = { name = e.name, supported = false, error = msg, errno = errno,
+      type = e.attr.type, config = e.attr.config, group = #list > 1 and u or nil }
+    r[n] = false
+    if r[e.name] == nil then r[e.name] = false end
+  end
+  note(r, ("%s: not supported here, not counted (%s)"):format(
+    #list > 1 and "the group of " .. list[1].name or list[1].name, msg))
+  return n
+end
+
+-- Member i of the groups gs (one per target) summed, as perf stat adds up
+-- the CPUs: the counts and times summed, then scaled. cpus[k] names the
+-- target of gs[k] (nil for a task). Returns the event's details.
+local function add_up(gs, i, cpus)
+  local sum, en_sum, run_sum, per_cpu = 0, 0, 0, cpus and {} or nil
+  for k, g in ipairs(gs) do
+    local v, en, run = g[i]:read()
+    if not v then return nil, en, run end
+    sum, en_sum, run_sum = sum + v, en_sum + en, run_sum + run
+    if per_cpu then per_cpu[cpus[k]] = (core.scale(v, en, run)) end
+  end
+  local estimate, fraction = core.scale(sum, en_sum, run_sum)
+  return { value = estimate, raw = sum, time_enabled = en_sum, time_running = run_sum,
+    fraction = fraction, cpus = per_cpu }
+end
+
+-- The results table after the command ended; units[u] that could not open
+-- have skipped[u] = { message, errno } instead of groups.
+local function collect(opened, skipped, units, cpus, w)
   local r = { events = {}, notes = nil }
   local n = 0
-  for u = 1, #units do
-    local g = groups[u]
-    if not g then
-      local msg, errno = skipped[u][1], skipped[u][2]
-      for _, e in ipairs(units[u]) do
-        n = n + 1
-        r.events[n] = { name = e.name, supported = false, error = msg, errno = errno,
-          type = e.attr.type, config = e.attr.config, group = #units[u] > 1 and u or nil }
-        r[n] = false
-        if r[e.name] == nil then r[e.name] = false end
-      end
-      note(r, ("%s: not supported here, not counted (%s)"):format(
-        #units[u] > 1 and "the group of " .. units[u][1].name or units[u][1].name, msg))
+  for u, list in ipairs(units) do
+    local gs = opened[u]
+    if not gs then
+      n = add_skipped(r, n, u, list, skipped[u])
       goto next_unit
     end
-    for _, text in ipairs(g:notes()) do note(r, text) end
-    for i = 1, #g do
-      local ev = g[i]
-      local v, en, run = ev:read()
-      if not v then return nil, en, run end
-      local estimate, fraction = core.scale(v, en, run)
-      local extra = units[u][i].extra or {}
-      local name, attr = ev:name(), ev:attr()     -- integer type and config
+    for _, text in ipairs(gs[1]:notes()) do note(r, text) end
+    for i = 1, #gs[1] do
+      local e, msg, errno = add_up(gs, i, cpus)
+      if not e then return nil, msg, errno end
+      local extra = list[i].extra or {}
+      local attr = gs[1][i]:attr()                 -- integer type and config
+      e.name, e.unit, e.scale, e.supported = gs[1][i]:name(), extra.unit, extra.scale, true
+      e.type, e.config, e.group = attr.type, attr.config, #list > 1 and u or nil
       n = n + 1
-      r.events[n] = { name = name, value = estimate, raw = v, time_enabled = en,
-        time_running = run, fraction = fraction, unit = extra.unit, scale = extra.scale,
-        type = attr.type, config = attr.config, group = #g > 1 and u or nil, supported = true }
-      r[n] = estimate
-      if r[name] == nil then r[name] = estimate end
+      r.events[n] = e
+      r[n] = e.value
+      if r[e.name] == nil then r[e.name] = e.value end
     end
     ::next_unit::
   end
@@ -172,25 +231,45 @@ local function collect(groups, skipped, units, w)
   return r
 end
 
+-- Opens unit `list` on every target: its groups, or nil, message, errno
+-- (what is open then closed).
+local function open_unit(list, targets)
+  local gs = {}
+  for k, target in ipairs(targets) do
+    local g, msg, errno = group.open_list(list, target, { user_fallback = true })
+    if not g then
+      close_all({ gs }, 1)
+      return nil, msg, errno
+    end
+    gs[k] = g
+  end
+  return gs
+end
+
 local function run(argv, events, opts)
-  local units, msg, errno = units_of(events, opts)
+  local cpus = cpus_of(opts)
+  local units, msg, errno = units_of(events, opts, cpus ~= nil)
   if not units then return nil, msg, errno end
   local child
   child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
   if not child then return nil, "perf.stat: " .. msg, errno end
   local child_ <close> = child
-  local groups, skipped, counted = {}, {}, 0
+  local opened, skipped, counted = {}, {}, 0
   -- every failure from here on closes what was opened
   local function fail(m, e)
-    close_all(groups, #units)
+    close_all(opened, #units)
     return nil, "perf.stat: " .. m, e
   end
-  local target = { pid = child:pid() }
+  local targets = { { pid = child:pid() } }
+  if cpus then
+    targets = {}
+    for k, c in ipairs(cpus) do targets[k] = { pid = -1, cpu = c } end
+  end
   for u, list in ipairs(units) do
-    local g
-    g, msg, errno = group.open_list(list, target, { user_fallback = true })
-    if g then
-      groups[u], counted = g, counted + 1
+    local gs
+    gs, msg, errno = open_unit(list, targets)
+    if gs then
+      opened[u], counted = gs, counted + 1
     elseif NOT_SUPPORTED[errno] then
       skipped[u] = { msg, errno }
     else
@@ -201,15 +280,23 @@ local function run(argv, events, opts)
     return fail(skipped[1][1], skipped[1][2])
   end
   local ok
+  if cpus then                           -- counting from here, as perf stat -a
+    ok, msg, errno = each_group(opened, #units, "enable")
+    if not ok then return fail(msg, errno) end
+  end
   ok, msg, errno = child:start()
   if not ok then return fail(msg, errno) end
   local w
   w, msg, errno = child:wait()
   if not w then return fail(msg, errno) end
+  if cpus then
+    ok, msg, errno = each_group(opened, #units, "disable")
+    if not ok then return fail(msg, errno) end
+  end
   local r
-  r, msg, errno = collect(groups, skipped, units, w)
+  r, msg, errno = collect(opened, skipped, units, cpus, w)
   if not r then return fail(msg, errno) end
-  close_all(groups, #units)
+  close_all(opened, #units)
   return r
 end
 

@@ -114,11 +114,13 @@ local function quote(argv)
   return table.concat(parts, " ")
 end
 
---- The human-readable table, as perf stat prints it.
-function F.text(s, argv)
+--- The human-readable table, as perf stat prints it. `what` is the command
+-- (argv), or for counting on CPUs what perf names it ("system wide",
+-- "CPU(s) 0-1"); then there are no user and sys lines, as perf prints none.
+function F.text(s, what)
   local out = {}
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
-  add("\n Performance counter stats for '%s'%s:\n\n", quote(argv),
+  add("\n Performance counter stats for '%s'%s:\n\n", type(what) == "string" and what or quote(what),
     s.runs > 1 and (" (%d runs)"):format(s.runs) or "")
   local clock = clock_ns(s)
   for _, e in ipairs(s.events) do
@@ -144,7 +146,11 @@ function F.text(s, argv)
   else
     add("\n%18.9f seconds time elapsed\n", s.elapsed / 1e9)
   end
-  add("\n%18.9f seconds user\n%18.9f seconds sys\n\n", s.user / 1e9, s.sys / 1e9)
+  if type(what) == "string" then
+    add("\n")
+  else
+    add("\n%18.9f seconds user\n%18.9f seconds sys\n\n", s.user / 1e9, s.sys / 1e9)
+  end
   return table.concat(out)
 end
 
