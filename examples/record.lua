@@ -4,12 +4,17 @@
 --
 -- Samples a command and its children (or, with no command, a little Lua
 -- workload in this process) on every CPU, then prints what was hot: samples
--- per command/thread, per DSO, and per DSO + offset, the offsets resolved
--- from the mmap2 records the kernel wrote while the command ran.
+-- per command/thread, per DSO, and per symbol, as perf report does. User
+-- ips are placed in their files from the mmap2 records the kernel wrote
+-- while the command ran and named from the files' symbol tables
+-- (perf.elf); kernel ips from /proc/kallsyms (perf.kallsyms). An ip no
+-- symbol covers (a stripped file) shows as file+offset.
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local perf = require "perf"
 local cpus = require "perf.cpus"
+local elf = require "perf.elf"
+local kallsyms = require "perf.kallsyms"
 
 -- ---- options ----
 local opts = { hz = 999, event = "cpu-clock", top = 10 }
@@ -60,7 +65,7 @@ assert(set:mmap(64))
 -- ---- what the records say ----
 local comm = {}            -- tid -> command name
 local maps = {}            -- pid -> list of { start, stop, pgoff, name }
-local by_thread, by_dso, by_offset = {}, {}, {}
+local by_thread, by_dso, by_place = {}, {}, {}   -- by_place["path\0offset"]
 local samples, t_first, t_last = 0, nil, nil
 
 local function add_map(p, start, len, pgoff, name)
@@ -88,7 +93,7 @@ local function resolve(p, ip)
     for i = #list, 1, -1 do               -- the newest mapping wins
       local m = list[i]
       if ip >= m.start and ip < m.stop then
-        return m.name:match("[^/]*$"), ip - m.start + m.pgoff
+        return m.name, ip - m.start + m.pgoff
       end
     end
   end
@@ -106,11 +111,11 @@ local function consume()
       t_first = t_first or r.time
       t_last = r.time
       bump(by_thread, ("%s %d/%d"):format(comm[r.tid] or comm[r.pid] or "?", r.pid, r.tid))
-      local dso, off
-      if r.cpumode == "kernel" then dso, off = "[kernel]", r.ip
-      else dso, off = resolve(r.pid, r.ip) end
-      bump(by_dso, dso)
-      bump(by_offset, ("%s+0x%x"):format(dso, off))
+      local path, off
+      if r.cpumode == "kernel" then path, off = "[kernel]", r.ip
+      else path, off = resolve(r.pid, r.ip) end
+      bump(by_dso, (path:match("[^/]*$")))
+      bump(by_place, path .. "\0" .. off)
     elseif ty == "mmap2" or ty == "mmap" then
       add_map(r.pid, r.addr, r.len, r.pgoff, r.filename)
     elseif ty == "comm" then
@@ -178,4 +183,30 @@ print(("%d samples of %s at %d Hz on %d CPUs over %.2f s, %d lost")
 if samples == 0 then return end
 report("by command pid/tid:", by_thread)
 report("by DSO:", by_dso)
-report("by DSO + offset:", by_offset)
+-- ---- symbols: each distinct place named once ----
+local ks = kallsyms.load()              -- nil where kernel addresses are hidden
+local files = {}                        -- path -> perf.elf object or false
+
+local function symbol(path, off)
+  local dso = path:match("[^/]*$")
+  if path == "[kernel]" then
+    local name = ks and ks:lookup(off)
+    return ("%-14s [k] %s"):format(dso, name or ("0x%x"):format(off))
+  end
+  local e = files[path]
+  if e == nil then
+    e = elf.open(path) or false
+    files[path] = e
+  end
+  local vaddr = e and e:vaddr_of(off)
+  local sym = vaddr and e:symbol_at(vaddr)
+  return ("%-14s [.] %s"):format(dso, sym and sym.name or ("0x%x"):format(off))
+end
+
+local by_symbol = {}
+for place, n in pairs(by_place) do
+  local path, off = place:match("^(.*)%z(%-?%d+)$")
+  local key = symbol(path, math.tointeger(off))
+  by_symbol[key] = (by_symbol[key] or 0) + n
+end
+report("by symbol:", by_symbol)

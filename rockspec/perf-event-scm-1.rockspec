@@ -49,6 +49,7 @@ build = {
     ["perf"] = "lua/perf/init.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
     ["perf.cpus"] = "lua/perf/cpus.lua",
+    ["perf.kallsyms"] = "lua/perf/kallsyms.lua",
     ["perf.elf"] = "lua/perf/elf.lua",
     ["perf.events"] = "lua/perf/events.lua",
     ["perf.fs"] = "lua/perf/fs.lua",

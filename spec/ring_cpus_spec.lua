@@ -99,7 +99,27 @@ describe("examples/record.lua", function()
     assert.equal("0", lost)
     assert.matches("by command pid/tid:\n%s+[%d.]+%%%s+%d+%s+gzip %d+/%d+\n", out)
     assert.matches("by DSO:\n", out)
-    assert.matches("gzip%+0x%x+\n", out)
+    assert.matches("by symbol:\n", out)
+    assert.matches("%d+%s+gzip%s+%[%.%] 0x%x+\n", out)     -- gzip is stripped: offsets
+  end)
+
+  it("names symbols: the kernel's from kallsyms, a file's from its symbol table", function()
+    local p = io.popen(H.example .. " examples/record.lua -n 5 -- dd if=/dev/zero of=/dev/null bs=1M count=2000 2>&1")
+    local out = p:read("a")
+    p:close()
+    local ks = assert(require("perf.kallsyms").load())
+    local named = 0
+    for name in out:gmatch("%[kernel%]%s+%[k%] ([%w_.]+)\n") do
+      assert.is_number(ks:address(name), name)
+      named = named + 1
+    end
+    assert.is_true(named >= 1, out)
+    -- with no command, its own Lua workload: table.sort in the interpreter
+    p = io.popen(H.example .. " examples/record.lua -n 30")
+    out = p:read("a")
+    p:close()
+    assert.matches("by symbol:\n", out)
+    assert.matches("%d+%s+lua5%.4%s+%[%.%] lua_geti\n", out)
   end)
 
   it("leaves the command's output alone and says when it cannot run", function()

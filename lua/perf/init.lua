@@ -153,6 +153,7 @@ local lazy = {
   stat = function() return require("perf.stat").stat end,
   scale = function() return core.scale end,
   cpus = function() return require "perf.cpus" end,
+  kallsyms = function() return require "perf.kallsyms" end,
 }
 
 return setmetatable(perf, {
