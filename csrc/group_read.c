@@ -59,6 +59,7 @@ static uint64_t scale(uint64_t v, uint64_t en, uint64_t run) {
 
 typedef struct pl_values {
   uint64_t en, run;     /* the times the read gave */
+  int pushed;           /* temporary blocks left on the Lua stack */
   uint64_t *v;          /* v[i]: member i's count */
   char *present;        /* present[i] == 0: member i is gone (nil) */
   uint64_t v_stack[PL_STACK_MEMBERS];
@@ -67,11 +68,13 @@ typedef struct pl_values {
 
 static void values_init(lua_State *L, pl_values *vs, int n) {
   vs->en = vs->run = 0;
+  vs->pushed = 0;
   if (n <= PL_STACK_MEMBERS) {
     vs->v = vs->v_stack;
     vs->present = vs->present_stack;
   } else {
     vs->v = (uint64_t *)lua_newuserdatauv(L, (size_t)n * (sizeof(uint64_t) + 1), 0);
+    vs->pushed++;
     vs->present = (char *)(vs->v + n);
   }
 }
@@ -96,6 +99,7 @@ PL_INLINE int read_group(lua_State *L, pl_group *g, int scaled, pl_values *vs) {
     ** temporary block large enough for the kernel's maximum read */
     size = (3 + 3 * (size_t)65536) * sizeof *buf;
     buf = (uint64_t *)lua_newuserdatauv(L, size, 0);
+    vs->pushed++;
     got = pl_counter_read(g->ev[0]->fd, buf, size);
   }
   if (got < 0) return errno;
@@ -270,7 +274,7 @@ PL_INLINE int values(lua_State *L, int scaled) {
   if (lua_type(L, 1) != LUA_TTABLE) table_arg(L, 1, g->n, scaled, 2);
   values_init(L, &vs, g->n);              /* on the C stack: n <= PL_FAST_MEMBERS */
   if ((err = read_values(L, g, scaled, &vs)) != 0) return read_failed(L, err, scaled);
-  if (lua_gettop(L) != 1) lua_settop(L, 1);       /* a temporary read block */
+  if (vs.pushed) lua_pop(L, vs.pushed);           /* a temporary read block */
   if (g->n + 2 > LUA_MINSTACK) luaL_checkstack(L, g->n + 2, "group read");
   lua_pushinteger(L, (lua_Integer)vs.en);
   lua_pushinteger(L, (lua_Integer)vs.run);
