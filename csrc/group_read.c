@@ -26,7 +26,6 @@
 ** does not have yet). Groups of more than PL_FAST_MEMBERS members are
 ** filled from C, with raw stores.
 */
-#include <ctype.h>
 #include <errno.h>
 #include <unistd.h>
 
@@ -285,14 +284,16 @@ PL_INLINE int values(lua_State *L, int scaled) {
 static int values_plain(lua_State *L) { return values(L, 0); }
 static int values_scaled(lua_State *L) { return values(L, 1); }
 
-/* Adds s as a Lua string literal: bytes other than letters, digits and a
-** few safe marks as three-digit decimal escapes. */
+/* Adds s as a Lua string literal: bytes other than ASCII letters, digits
+** and a few safe marks as three-digit decimal escapes (whatever the C
+** locale says a letter is). */
 static void add_literal(luaL_Buffer *b, const char *s, size_t len) {
   size_t i;
   luaL_addchar(b, '"');
   for (i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (isalnum(c) || c == '_' || c == ':' || c == '.' || c == '/' || c == ' ') {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+        c == '_' || c == ':' || c == '.' || c == '/' || c == ' ') {
       luaL_addchar(b, (char)c);
     } else {
       char esc[5];
