@@ -99,6 +99,17 @@ bench-read: all bench/read_baseline.so
 
 bench: bench-read
 
+# ---- counting a command: benchmark (root; see bench/stat.lua) ----
+.PHONY: bench-stat
+bench/stat_baseline.so: bench/stat_baseline.c
+	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -O2 -Wall -Wextra -pedantic \
+	  -I$(LUA_INCDIR) $(LIBFLAG) -o $@ $<
+
+bench-stat: all bench/stat_baseline.so
+	$(LUA) bench/stat.lua
+
+bench: bench-stat
+
 # ---- ring buffer: decoder fuzzing (libFuzzer, Debian's clang) ----
 # `make fuzz` runs the decoder and ring-walk target for FUZZ_RUNS executions
 # (10 million by default); `make fuzz-push` runs the target that also pushes

@@ -245,7 +245,7 @@ static void push_metatable(lua_State *L, int list, int n, int u, int keys) {
   lua_rawsetp(L, -2, &group_tag);
   lua_createtable(L, n, (int)(sizeof methods / sizeof *methods));
   luaL_setfuncs(L, methods, 0);
-  pl_group_push_readers(L, u, keys, n);
+  pl_group_push_readers(L, u, keys, n, lua_gettop(L));
   lua_setfield(L, -3, "scaled");
   lua_setfield(L, -2, "read");
   for (i = 1; i <= n; i++) {

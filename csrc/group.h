@@ -45,8 +45,9 @@ int pl_group_fail(lua_State *L, int err, const char *method, const char *hint);
 int pl_group_fill(lua_State *L, pl_group *g, int t, int keys, int scaled);
 
 /* Pushes g:read and g:scaled for the group of n members at u (keys at
-** `keys`), made for that group alone: see group_read.c. */
-void pl_group_push_readers(lua_State *L, int u, int keys, int n);
+** `keys`), made for that group alone, to be stored in its __index table
+** (at `index`): see group_read.c. */
+void pl_group_push_readers(lua_State *L, int u, int keys, int n, int index);
 
 /* g_read/g_scaled for any group: the prototype metatable's methods. */
 int pl_group_read(lua_State *L);

@@ -23,8 +23,9 @@
 **   end
 **
 ** So t is filled with ordinary assignments (a __newindex sees the keys t
-** does not have yet). Groups of more than PL_FAST_MEMBERS members are
-** filled from C, with raw stores.
+** does not have yet). The function is compiled at the group's first read
+** (see first_read); groups of more than PL_FAST_MEMBERS members are filled
+** from C, with raw stores.
 */
 #include <errno.h>
 #include <unistd.h>
@@ -348,21 +349,20 @@ static void push_source(lua_State *L, int keys, int n) {
   luaL_pushresult(&b);
 }
 
-/* Compiled sources by text, weak-valued: groups of the same names share
-** one compiled chunk. */
+/* Compiled sources by text: groups with the same names share one compiled
+** chunk (perf.measure makes a group per call). At most PL_CHUNKS of them are
+** kept; past that the cache starts over. */
+#define PL_CHUNKS 256
 static const char chunks_key = 0;
 
 /* Pushes the chunk for the source on top (which it replaces), or returns 0
 ** with nothing pushed in its place when it does not compile. */
 static int push_chunk(lua_State *L) {
   int src = lua_gettop(L);
+  lua_Integer count;
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &chunks_key) != LUA_TTABLE) {
     lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
+    lua_createtable(L, 0, 8);
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &chunks_key);
   }
@@ -375,6 +375,18 @@ static int push_chunk(lua_State *L) {
       lua_settop(L, src - 1);
       return 0;
     }
+    lua_rawgeti(L, -2, 1);                         /* cache[1]: entries */
+    count = lua_tointeger(L, -1) + 1;
+    lua_pop(L, 1);
+    if (count > PL_CHUNKS) {                       /* start over */
+      lua_createtable(L, 0, 8);
+      lua_pushvalue(L, -1);
+      lua_rawsetp(L, LUA_REGISTRYINDEX, &chunks_key);
+      lua_replace(L, -3);
+      count = 1;
+    }
+    lua_pushinteger(L, count);
+    lua_rawseti(L, -3, 1);
     lua_pushvalue(L, src);
     lua_pushvalue(L, -2);
     lua_rawset(L, -4);
@@ -384,26 +396,53 @@ static int push_chunk(lua_State *L) {
   return 1;
 }
 
-/* Pushes the generated reader of the group at u, or the C closure when the
-** group is too large or the code does not compile (which is a bug). */
-static void push_reader(lua_State *L, int u, int keys, int n, int scaled) {
-  if (n <= PL_FAST_MEMBERS) {
-    push_source(L, keys, n);
-    if (push_chunk(L)) {
-      lua_pushvalue(L, u);
-      lua_pushcclosure(L, scaled ? values_scaled : values_plain, 1);
-      lua_pushvalue(L, u);
-      lua_pushcfunction(L, scaled ? pl_group_scaled : pl_group_read);
-      lua_call(L, 3, 1);
-      return;
-    }
-  }
+/* Pushes the generated reader of the group at u (keys at `keys`), or
+** returns 0 with nothing pushed when it does not compile (a bug). */
+static int push_generated(lua_State *L, int u, int keys, int n, int scaled) {
+  push_source(L, keys, n);
+  if (!push_chunk(L)) return 0;
   lua_pushvalue(L, u);
-  lua_pushvalue(L, keys);
-  lua_pushcclosure(L, scaled ? pl_group_scaled : pl_group_read, 2);
+  lua_pushcclosure(L, scaled ? values_scaled : values_plain, 1);
+  lua_pushvalue(L, u);
+  lua_pushcfunction(L, scaled ? pl_group_scaled : pl_group_read);
+  lua_call(L, 3, 1);
+  return 1;
 }
 
-void pl_group_push_readers(lua_State *L, int u, int keys, int n) {
-  push_reader(L, u, keys, n, 0);
-  push_reader(L, u, keys, n, 1);
+/* The first g:read or g:scaled of a group: a closure over the group
+** (upvalue 1), its keys (2) and its __index table (3). It compiles the
+** generated reader, puts it in __index in its own place, and reads through
+** it; groups that only read their members one by one (perf.stat) never
+** compile one. Misuse is raised here, at the caller's position. */
+static int first_read(lua_State *L, int scaled) {
+  pl_group *g;
+  int nargs = lua_gettop(L);
+  if (!lua_rawequal(L, 1, lua_upvalueindex(1))) return do_read(L, scaled);
+  g = (pl_group *)lua_touserdata(L, 1);
+  if (!g->open) return closed_error(L, 1);
+  if (nargs >= 2 && !lua_istable(L, 2) && !lua_isnil(L, 2)) table_arg(L, 2, g->n, scaled, 1);
+  if (!push_generated(L, lua_upvalueindex(1), lua_upvalueindex(2), g->n, scaled))
+    return do_read(L, scaled);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, lua_upvalueindex(3), scaled ? "scaled" : "read");
+  lua_insert(L, 1);
+  lua_call(L, nargs, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static int first_plain(lua_State *L) { return first_read(L, 0); }
+static int first_scaled(lua_State *L) { return first_read(L, 1); }
+
+void pl_group_push_readers(lua_State *L, int u, int keys, int n, int index) {
+  int scaled;
+  for (scaled = 0; scaled <= 1; scaled++) {
+    lua_pushvalue(L, u);
+    lua_pushvalue(L, keys);
+    if (n <= PL_FAST_MEMBERS) {
+      lua_pushvalue(L, index);
+      lua_pushcclosure(L, scaled ? first_scaled : first_plain, 3);
+    } else {
+      lua_pushcclosure(L, scaled ? pl_group_scaled : pl_group_read, 2);
+    }
+  }
 }

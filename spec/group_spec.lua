@@ -179,6 +179,31 @@ describe("perf.group", function()
     assert.are.equal(4, a.scaled(b).b)
   end)
 
+  it("compiles its reader at the first read, and raises at the caller's line either way", function()
+    local g <close> = assert(perf.group { openat("x"), close_tp("y") })
+    local index = getmetatable(g).__index
+    assert.are.equal("C", debug.getinfo(index.read, "S").what)
+    local line = debug.getinfo(1, "l").currentline
+    local ok, err = pcall(function() local _ = g:read(5) end)
+    assert.is_false(ok)
+    assert.are.equal(("spec/group_spec.lua:%d: bad argument #1 to 'read' (table or nil expected, got number)")
+      :format(line + 1), err:match("spec/group_spec%.lua:.*"))
+    assert.are.equal("C", debug.getinfo(index.read, "S").what)     -- misuse compiles nothing
+    local t = g:read()
+    assert.are.equal(0, t.x)
+    assert.are.equal("Lua", debug.getinfo(index.read, "S").what)
+    assert.are.equal("C", debug.getinfo(index.scaled, "S").what)
+    line = debug.getinfo(1, "l").currentline
+    ok, err = pcall(function() local _ = g:read(5) end)
+    assert.are.equal(("spec/group_spec.lua:%d: bad argument #1 to 'read' (table or nil expected, got number)")
+      :format(line + 1), err:match("spec/group_spec%.lua:.*"))
+    g:close()
+    line = debug.getinfo(1, "l").currentline
+    ok, err = pcall(function() local _ = g:read() end)
+    assert.are.equal(("spec/group_spec.lua:%d: attempt to use a closed perf group"):format(line + 1),
+      err:match("spec/group_spec%.lua:.*"))
+  end)
+
   it("fills t with ordinary assignments, so a __newindex sees the new keys", function()
     local g <close> = assert(perf.group { openat("x"), close_tp("y") })
     local seen = {}
