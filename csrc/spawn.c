@@ -7,7 +7,8 @@
 ** lets it go and learns whether the exec worked: the child reports a failed
 ** exec by writing errno to a pipe whose write end is close-on-exec, so a
 ** successful exec closes it and the read sees end of file. child:wait()
-** reaps it with wait4 (exit status or signal, rusage) and times it.
+** reaps it with wait4 (exit status or signal, rusage) and times it;
+** child:wait(ms) returns false if it is still running after ms.
 **
 ** Between fork and exec the child runs only async-signal-safe calls on
 ** memory prepared by the parent: no allocation, no Lua. The PATH lookup is
@@ -22,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -44,6 +47,9 @@ typedef struct pl_child {
   struct rusage ru;     /* its resource usage, once reaped */
   struct timespec t0;   /* when it was let go */
   int64_t elapsed;      /* ns from the go to the end of the wait */
+  int pidfd;            /* for waits with a timeout, -1 until one */
+  int ignoring;         /* SIGINT and SIGQUIT ignored, old actions saved */
+  struct sigaction old_int, old_quit;
 } pl_child;
 
 /* ---- signal names ---- */
@@ -182,15 +188,72 @@ static int64_t ns_since(const struct timespec *t0) {
   return (int64_t)(t1.tv_sec - t0->tv_sec) * 1000000000 + (t1.tv_nsec - t0->tv_nsec);
 }
 
+/* While a started child runs, SIGINT and SIGQUIT are ignored in this
+** process, as system(3) does: a ^C ends the command, whose counts are
+** still reported. From the first wait until it is reaped. */
+static void ignore_signals(pl_child *c) {
+  struct sigaction ign;
+  if (c->ignoring) return;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGINT, &ign, &c->old_int);
+  sigaction(SIGQUIT, &ign, &c->old_quit);
+  c->ignoring = 1;
+}
+
+static void restore_signals(pl_child *c) {
+  if (!c->ignoring) return;
+  sigaction(SIGINT, &c->old_int, NULL);
+  sigaction(SIGQUIT, &c->old_quit, NULL);
+  c->ignoring = 0;
+}
+
 /* Reaps the child (EINTR retried); returns 0 or an errno. */
 static int reap(pl_child *c) {
   pid_t r;
   int st;
   do r = wait4(c->pid, &st, 0, &c->ru); while (r < 0 && errno == EINTR);
+  close_fd(&c->pidfd);
+  restore_signals(c);
   if (r < 0) return errno;
   c->status = st;
   c->pid = -1;
   return 0;
+}
+
+/* Waits up to ms milliseconds for the child to end: 1 when it has (not yet
+** reaped), 0 when the time ran out, -errno on failure. A pidfd (Linux 5.3)
+** becomes readable when the process exits; without one, wait4 with WNOHANG
+** every millisecond. */
+static int wait_ended(pl_child *c, lua_Integer ms) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+#ifdef SYS_pidfd_open
+  if (c->pidfd < 0) c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+  if (c->pidfd >= 0) {
+    for (;;) {
+      struct pollfd p = { c->pidfd, POLLIN, 0 };
+      lua_Integer left = ms - ns_since(&t0) / 1000000;
+      int r = poll(&p, 1, left > 0 ? (left > INT_MAX ? INT_MAX : (int)left) : 0);
+      if (r > 0) return 1;
+      if (r == 0 && left <= 0) return 0;
+      if (r < 0 && errno != EINTR) return -errno;
+    }
+  }
+#endif
+  for (;;) {
+    siginfo_t si;
+    struct timespec tick = { 0, 1000000 };
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+      if (errno != EINTR) return -errno;
+    } else if (si.si_pid == c->pid) {
+      return 1;
+    }
+    if (ns_since(&t0) / 1000000 >= ms) return 0;
+    nanosleep(&tick, NULL);
+  }
 }
 
 /* Ends a child that will not be waited for: one that never got the go
@@ -202,6 +265,17 @@ static void destroy(pl_child *c) {
     if (c->started) kill(c->pid, SIGKILL);
     reap(c);
   }
+  close_fd(&c->pidfd);
+  restore_signals(c);
+}
+
+/* child:elapsed() -> ns since it was let go (to the end of its wait once
+** reaped), or nil before start */
+static int c_elapsed(lua_State *L) {
+  pl_child *c = test_child(L, 1);
+  if (!c->started) return 0;
+  lua_pushinteger(L, (lua_Integer)(c->pid > 0 ? ns_since(&c->t0) : c->elapsed));
+  return 1;
 }
 
 static const char *const redirect_keys[] = {"stdin", "stdout", "stderr"};
@@ -291,7 +365,7 @@ static int l_spawn(lua_State *L) {
   c = (pl_child *)lua_newuserdatauv(L, sizeof *c, 1);                          /* 4 */
   memset(c, 0, sizeof *c);
   c->pid = -1;
-  c->go = c->err = -1;
+  c->go = c->err = c->pidfd = -1;
   luaL_setmetatable(L, PL_CHILD_MT);
   lua_pushvalue(L, 1);
   lua_rawgeti(L, -1, 1);
@@ -382,25 +456,28 @@ static int64_t tv_ns(const struct timeval *tv) {
   return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
 }
 
-/* child:wait() -> { status =, signal =, core_dumped =, elapsed =, user =,
-** sys = } | nil, msg, errno. While it waits, SIGINT and SIGQUIT are ignored
-** in this process, as system(3) does: a ^C ends the command, and its
-** counts are still reported. */
+/* child:wait([timeout_ms]) -> { status =, signal =, core_dumped =,
+** elapsed =, user =, sys = } | false (the timeout passed first) | nil, msg,
+** errno. From the first wait until the child is reaped, SIGINT and SIGQUIT
+** are ignored in this process (see ignore_signals). */
 static int c_wait(lua_State *L) {
   pl_child *c = test_child(L, 1);
-  struct sigaction ign, old_int, old_quit;
   int err = 0, st;
+  lua_Integer ms = luaL_optinteger(L, 2, -1);
   if (!c->started) return luaL_error(L, "attempt to wait for a child not started");
+  luaL_argcheck(L, lua_isnoneornil(L, 2) || ms >= 0, 2, "a timeout in ms, 0 or more");
   if (c->pid > 0) {
-    memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
+    ignore_signals(c);
+    if (ms >= 0) {
+      int r = wait_ended(c, ms);
+      if (r < 0) return pl_fail(L, -r, "wait", NULL);
+      if (r == 0) {
+        lua_pushboolean(L, 0);
+        return 1;
+      }
+    }
     err = reap(c);
     c->elapsed = ns_since(&c->t0);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
     if (err) return pl_fail(L, err, "wait", err == ECHILD ?
                             "SIGCHLD is ignored in this process, so the kernel reaped the child" : NULL);
   }
@@ -452,7 +529,8 @@ static int c_tostring(lua_State *L) {
 }
 
 static const luaL_Reg methods[] = {
-  {"pid", c_pid}, {"start", c_start}, {"wait", c_wait}, {"close", c_close},
+  {"pid", c_pid}, {"start", c_start}, {"wait", c_wait}, {"elapsed", c_elapsed},
+  {"close", c_close},
   {NULL, NULL}
 };
 

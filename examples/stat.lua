@@ -1,6 +1,6 @@
 -- A `perf stat` in Lua: run a command and print what it cost.
 --
---   lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-o FILE] [--] COMMAND [ARG]...
+--   lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-I MS] [-o FILE] [--] COMMAND [ARG]...
 --
 --   -e EVENTS  events, comma-separated, in perf's syntax ("{a,b}" a group);
 --              default: task-clock,context-switches,cpu-migrations,page-faults
@@ -9,6 +9,8 @@
 --   -i         do not count the command's children (no inherit)
 --   -a         count everything on every CPU while the command runs
 --   -C LIST    count everything on these CPUs ("0-3,5") while it runs
+--   -I MS      print the counts of every MS milliseconds while it runs,
+--              instead of the totals at the end
 --   -o FILE    print to FILE instead of standard error
 --
 -- Exits with the command's exit status (128 + the signal's number if a
@@ -21,16 +23,17 @@ local split = require("perf.stat").split
 
 local function usage(msg)
   if msg then io.stderr:write("stat.lua: ", msg, "\n") end
-  io.stderr:write("usage: lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-o FILE] [--] COMMAND [ARG]...\n")
+  io.stderr:write("usage: lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-I MS] [-o FILE] [--] COMMAND [ARG]...\n")
   os.exit(msg and 129 or 0)
 end
 
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
+local interval
 local argv = {}
 local i = 1
 while i <= #arg do
   local a = arg[i]
-  local opt, joined = a:match("^(%-[erxoC])(.+)$")   -- perf's -x, and -r5 forms
+  local opt, joined = a:match("^(%-[erxoCI])(.+)$")  -- perf's -x, and -r5 forms
   local function value()
     if joined then return joined end
     i = i + 1
@@ -54,6 +57,9 @@ while i <= #arg do
     all_cpus = true
   elseif opt == "-C" then
     cpus = value()
+  elseif opt == "-I" then
+    interval = math.tointeger(tonumber(value()))
+    if not interval or interval < 1 then usage("-I needs a positive number of milliseconds") end
   elseif opt == "-o" then
     outfile = value()
   elseif opt == "-h" or opt == "--help" then
@@ -69,9 +75,25 @@ end
 if #argv == 0 then usage("no command given") end
 if #events == 0 then events = { "task-clock", "context-switches", "cpu-migrations", "page-faults" } end
 
+local out = io.stderr
+if outfile then out = assert(io.open(outfile, "w")) end
+
+-- with -I, each interval is printed as it ends
+local on_interval, since
+if interval then
+  if not sep then out:write(F.interval_header()) end
+  on_interval = function(r)
+    out:write(F.interval(r, since, sep))
+    out:flush()
+    since = r.time
+  end
+end
+
 local results = {}
 for run = 1, runs do
-  local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit, all_cpus = all_cpus, cpus = cpus })
+  since = 0
+  local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit, all_cpus = all_cpus,
+    cpus = cpus, interval = interval, on_interval = on_interval })
   if not ok then usage(r) end                      -- a malformed event, ...
   if not r then
     io.stderr:write(msg, "\n")
@@ -84,16 +106,12 @@ for run = 1, runs do
   results[run] = r
 end
 
-local summary = F.summary(results)
-local what = cpus and "CPU(s) " .. cpus or all_cpus and "system wide" or argv
-local text = sep and F.csv(summary, sep) or F.text(summary, what)
-if outfile then
-  local f = assert(io.open(outfile, "w"))
-  f:write(text)
-  f:close()
-else
-  io.stderr:write(text)
+if not interval then                                 -- perf stat -I prints no totals
+  local summary = F.summary(results)
+  local what = cpus and "CPU(s) " .. cpus or all_cpus and "system wide" or argv
+  out:write(sep and F.csv(summary, sep) or F.text(summary, what))
 end
+if outfile then out:close() end
 
 local last = results[#results]
 if last.signo then os.exit(128 + last.signo) end

@@ -296,6 +296,52 @@ describe("perf.stat", function()
       'perf.stat: cpus must be a list of CPU numbers or a string such as "0-3,5", got table')
   end)
 
+  it("calls on_interval with each interval's counts, which add up to the totals", function()
+    local before = fds()
+    local seen = {}
+    local argv = { "sh", "-c", "sleep 0.12; ls / /usr >/dev/null; sleep 0.12; ls / >/dev/null" }
+    local events = { "syscalls:sys_enter_openat", "task-clock", "software/config=999/" }
+    local r = assert(perf.stat(argv, events, { interval = 50, on_interval = function(i)
+      seen[#seen + 1] = i
+    end, stdout = "/dev/null" }))
+    local theirs = perf_stat(argv, { events[1] })
+    assert.is_true(#seen >= 4 and #seen <= 7, "intervals: " .. #seen)
+    local sum, clock, last = 0, 0, 0
+    for k, i in ipairs(seen) do
+      assert.are.equal(k, i.interval)
+      assert.is_true(i.time > last)
+      if k < #seen then              -- the last one ends at the exit
+        assert.is_true(math.abs(i.time - k * 50e6) < 25e6, "interval " .. k .. " at " .. i.time)
+      end
+      last = i.time
+      sum, clock = sum + i[1], clock + i[2]
+      assert.are.equal(i[1], i["syscalls:sys_enter_openat"])
+      assert.are.equal(false, i[3])
+      assert.are.equal(i.events[1].raw, i[1])
+      assert.is_nil(i.status)
+    end
+    assert.are.equal(r.elapsed, seen[#seen].time)
+    assert.are.equal(r[1], sum)                 -- nothing lost between intervals
+    assert.are.equal(r[2], clock)
+    assert.are.equal(theirs[events[1]], r[1])  -- and the same as perf stat's
+    assert.is_true(r[1] > 0)
+    assert.are.equal(before, fds())
+  end)
+
+  it("counts intervals on CPUs too, and closes everything when on_interval raises", function()
+    local n = 0
+    local r = assert(perf.stat({ "sleep", "0.12" }, { "cpu-clock" }, { all_cpus = true, interval = 50,
+      on_interval = function(i) n = n + 1 assert(i[1] > 0) end }))
+    assert.is_true(n >= 2)
+    assert.is_true(r[1] > 0)
+    local before = fds()
+    local ok, err = pcall(perf.stat, { "sleep", "5" }, { "task-clock" }, { interval = 10,
+      on_interval = function() error("stop here") end })
+    assert.is_false(ok)
+    assert.matches("stop here", err)
+    assert.are.equal(before, fds())              -- the counters and the child are gone
+  end)
+
   it("raises on misuse", function()
     assert.has_error(function() perf.stat("ls", { "task-clock" }) end,
       "perf.stat: the command must be a list (argv), got string")
@@ -304,7 +350,13 @@ describe("perf.stat", function()
       "perf.stat: argument 2 of the command: a string expected, got number")
     assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
-      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus)")
+      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval)")
+    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = 0, on_interval = print }) end,
+      "perf.stat: interval must be a whole number of milliseconds, 1 or more")
+    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = 1.5, on_interval = print }) end,
+      "perf.stat: interval must be a whole number of milliseconds, 1 or more")
+    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = 100 }) end,
+      "perf.stat: interval needs on_interval, a function to call with each interval's counts")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdout = 1 }) end)
     local ok, err = pcall(perf.stat, { "ls" }, { "task-clok" })
     assert.is_false(ok)
@@ -473,6 +525,24 @@ describe("examples/stat.lua", function()
     assert.are.equal(0, code)
     assert.matches("Performance counter stats for 'CPU%(s%) 0':", text)
     assert.is_true(tonumber(text:match("([%d.]+) CPUs utilized")) > 0.8, text)
+    local argv = { "sh", "-c", "sleep 0.12; ls / >/dev/null; sleep 0.12" }
+    local total = perf_stat(argv, { "syscalls:sys_enter_openat" })["syscalls:sys_enter_openat"]
+    text, code = example("-I 50 -e task-clock,syscalls:sys_enter_openat -- sh -c 'sleep 0.12; ls / >/dev/null; sleep 0.12'")
+    assert.are.equal(0, code)
+    assert.matches("^#           time             counts unit events\n", text)
+    local sum, rows = 0, 0
+    for line in text:gmatch("[^\n]*syscalls:sys_enter_openat[^\n]*") do
+      local t, n = line:match("^ +(%d+%.%d+) +([%d,]+)      syscalls")
+      if not t then t = line:match("^ +(%d+%.%d+) +<not counted>      syscalls") end
+      assert.truthy(t, line)
+      sum, rows = sum + (n and math.tointeger(tonumber((n:gsub(",", "")))) or 0), rows + 1
+    end
+    assert.is_true(rows >= 4, text)
+    assert.are.equal(total, sum)                    -- the intervals add up to perf stat's total
+    assert.not_matches("seconds time elapsed", text)
+    text, code = example("-I 50 -x, -e task-clock -- sleep 0.16")
+    assert.are.equal(0, code)
+    assert.matches("\n +%d+%.%d+,<not counted>,msec,task%-clock,0,100%.00,,\n", text)   -- asleep
     text, code = example("-e task-clock -- no-such-program-here")
     assert.are.equal(127, code)
     assert.matches("not found in PATH", text)

@@ -27,6 +27,12 @@
 -- runs, as perf stat -a; opts.cpus (a list, or "0-3,5") on those CPUs, as
 -- perf stat -C. The counts are then summed over the CPUs, and
 -- events[i].cpus[c] is the count on CPU c.
+--
+-- opts.interval (ms) with opts.on_interval(r) calls on_interval while the
+-- command runs, every interval, with the counts of that interval, as perf
+-- stat -I prints them: r[i], r[name] and r.events as in the results,
+-- r.interval (1, 2, ...) and r.time (ns since the exec); the last call is
+-- for the part of an interval before the command ended.
 local core = require "perf.core"
 local group = require "perf.group"
 local measure = require "perf.measure"
@@ -69,7 +75,7 @@ local function is_group_string(s)
 end
 
 local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
-  all_cpus = true, cpus = true }
+  all_cpus = true, cpus = true, interval = true, on_interval = true }
 
 local function check_args(argv, events, opts)
   if type(argv) ~= "table" then
@@ -88,7 +94,8 @@ local function check_args(argv, events, opts)
     end
     for k in pairs(opts) do
       if not OPTS[k] then
-        error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit, all_cpus, cpus)")
+        error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit, "
+          .. "all_cpus, cpus, interval, on_interval)")
           :format(tostring(k)), 0)
       end
     end
@@ -101,6 +108,14 @@ local function check_args(argv, events, opts)
     if bad then
       error(("perf.stat: cpus must be a list of CPU numbers or a string such as \"0-3,5\", got %s")
         :format(type(opts.cpus) == "string" and ("%q"):format(opts.cpus) or type(opts.cpus)), 0)
+    end
+  end
+  if opts ~= nil and (opts.interval ~= nil or opts.on_interval ~= nil) then
+    if math.type(opts.interval) ~= "integer" or opts.interval < 1 then
+      error("perf.stat: interval must be a whole number of milliseconds, 1 or more", 0)
+    end
+    if type(opts.on_interval) ~= "function" then
+      error("perf.stat: interval needs on_interval, a function to call with each interval's counts", 0)
     end
   end
   if type(events) == "string" then events = M.split(events) end
@@ -186,9 +201,10 @@ local function add_skipped(r, n, u, list, why)
 end
 
 -- Member i of the groups gs (one per target) summed, as perf stat adds up
--- the CPUs: the counts and times summed, then scaled. cpus[k] names the
--- target of gs[k] (nil for a task). Returns the event's details.
-local function add_up(gs, i, cpus)
+-- the CPUs: the counts and times summed, then scaled; less `prev` (the sums
+-- of an earlier read, for an interval). cpus[k] names the target of gs[k]
+-- (nil for a task). Returns the event's details.
+local function add_up(gs, i, cpus, prev)
   local sum, en_sum, run_sum, per_cpu = 0, 0, 0, cpus and {} or nil
   for k, g in ipairs(gs) do
     local v, en, run = g[i]:read()
@@ -196,15 +212,21 @@ local function add_up(gs, i, cpus)
     sum, en_sum, run_sum = sum + v, en_sum + en, run_sum + run
     if per_cpu then per_cpu[cpus[k]] = (core.scale(v, en, run)) end
   end
-  local estimate, fraction = core.scale(sum, en_sum, run_sum)
-  return { value = estimate, raw = sum, time_enabled = en_sum, time_running = run_sum,
-    fraction = fraction, cpus = per_cpu }
+  local e = { raw = sum, time_enabled = en_sum, time_running = run_sum, cpus = per_cpu }
+  if prev then
+    e.raw, e.time_enabled, e.time_running = sum - prev.raw, en_sum - prev.time_enabled,
+      run_sum - prev.time_running
+  end
+  e.value, e.fraction = core.scale(e.raw, e.time_enabled, e.time_running)
+  return e, { raw = sum, time_enabled = en_sum, time_running = run_sum }
 end
 
--- The results table after the command ended; units[u] that could not open
--- have skipped[u] = { message, errno } instead of groups.
-local function collect(opened, skipped, units, cpus, w)
-  local r = { events = {}, notes = nil }
+-- The results table: the counts of every event now (since prev, the sums
+-- an earlier call returned, for an interval), and the sums to pass as prev
+-- next time. units[u] that could not open have skipped[u] = { message,
+-- errno } instead of groups.
+local function collect(opened, skipped, units, cpus, prev)
+  local r, sums = { events = {}, notes = nil }, {}
   local n = 0
   for u, list in ipairs(units) do
     local gs = opened[u]
@@ -214,21 +236,50 @@ local function collect(opened, skipped, units, cpus, w)
     end
     for _, text in ipairs(gs[1]:notes()) do note(r, text) end
     for i = 1, #gs[1] do
-      local e, msg, errno = add_up(gs, i, cpus)
-      if not e then return nil, msg, errno end
+      local e, sum, errno = add_up(gs, i, cpus, prev and prev[n + 1])
+      if not e then return nil, sum, errno end
       local extra = list[i].extra or {}
       local attr = gs[1][i]:attr()                 -- integer type and config
       e.name, e.unit, e.scale, e.supported = gs[1][i]:name(), extra.unit, extra.scale, true
       e.type, e.config, e.group = attr.type, attr.config, #list > 1 and u or nil
       n = n + 1
-      r.events[n] = e
+      r.events[n], sums[n] = e, sum
       r[n] = e.value
       if r[e.name] == nil then r[e.name] = e.value end
     end
     ::next_unit::
   end
-  for k, v in pairs(w) do r[k] = v end
-  return r
+  return r, sums
+end
+
+-- Waits for the child, calling opts.on_interval every opts.interval ms
+-- with the counts of that interval (and once more for the part before the
+-- exit, as perf stat -I prints it). Returns what child:wait returned; an
+-- error in on_interval is raised once the counters are closed.
+local function watch(child, opened, skipped, units, opts, stop)
+  local period, k, prev = opts.interval * 1000000, 0, nil
+  while true do
+    local left = ((k + 1) * period - child:elapsed() + 999999) // 1000000
+    local w, msg, errno = child:wait(left > 0 and left or 0)
+    if w == nil then return nil, msg, errno end
+    if w then
+      local ok
+      ok, msg, errno = stop()
+      if not ok then return nil, msg, errno end
+    end
+    k = k + 1
+    local r, sums
+    r, sums, errno = collect(opened, skipped, units, nil, prev)
+    if not r then return nil, sums, errno end
+    r.notes, r.interval, r.time = nil, k, w and w.elapsed or child:elapsed()
+    prev = sums
+    local ok, err = pcall(opts.on_interval, r)
+    if not ok then
+      close_all(opened, #units)
+      error(err, 0)
+    end
+    if w then return w end
+  end
 end
 
 -- Opens unit `list` on every target: its groups, or nil, message, errno
@@ -286,16 +337,25 @@ local function run(argv, events, opts)
   end
   ok, msg, errno = child:start()
   if not ok then return fail(msg, errno) end
+  -- counting on CPUs, they stop with the command
+  local function stop()
+    if not cpus then return true end
+    return each_group(opened, #units, "disable")
+  end
   local w
-  w, msg, errno = child:wait()
-  if not w then return fail(msg, errno) end
-  if cpus then
-    ok, msg, errno = each_group(opened, #units, "disable")
+  if opts.interval then
+    w, msg, errno = watch(child, opened, skipped, units, opts, stop)
+    if not w then return fail(msg, errno) end
+  else
+    w, msg, errno = child:wait()
+    if not w then return fail(msg, errno) end
+    ok, msg, errno = stop()
     if not ok then return fail(msg, errno) end
   end
   local r
-  r, msg, errno = collect(opened, skipped, units, cpus, w)
+  r, msg, errno = collect(opened, skipped, units, cpus)
   if not r then return fail(msg, errno) end
+  for k, v in pairs(w) do r[k] = v end
   close_all(opened, #units)
   return r
 end

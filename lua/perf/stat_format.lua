@@ -31,8 +31,10 @@ function F.rate_unit(per_sec)
   return per_sec, "/sec"
 end
 
--- what perf stat prints for an event it could not count
+-- what perf stat prints for an event it could not count, and for one that
+-- never ran (not scheduled in the time it was enabled)
 local NOT_SUPPORTED = "<not supported>"
+local NOT_COUNTED = "<not counted>"
 
 local function is_clock(e)
   return e.type == 1 and (e.config == 0 or e.config == 1)
@@ -114,6 +116,26 @@ local function quote(argv)
   return table.concat(parts, " ")
 end
 
+-- One event's row of the table (without its newline).
+local function text_row(e, s, clock)
+  if e.supported == false then
+    return ("%18s %-4s %s"):format(NOT_SUPPORTED, "", e.name)
+  end
+  local v, unit, metric, munit, decimals = columns(e, s, clock)
+  if e.running == 0 then
+    return ("%18s %-4s %s"):format(NOT_COUNTED, unit, e.name)
+  end
+  local line = ("%18s %-4s %-32s"):format(F.thousands(v, decimals), unit, e.name)
+  if metric then
+    line = line .. (" # %8.3f %-22s"):format(metric, munit)
+  elseif s.runs > 1 or e.fraction < 1 then
+    line = line .. (" "):rep(35)
+  end
+  if s.runs > 1 and e.noise > 0 then line = line .. ("  ( +-%6.2f%% )"):format(e.noise) end
+  if e.fraction < 1 then line = line .. ("  (%.2f%%)"):format(100 * e.fraction) end
+  return (line:gsub("%s+$", ""))
+end
+
 --- The human-readable table, as perf stat prints it. `what` is the command
 -- (argv), or for counting on CPUs what perf names it ("system wide",
 -- "CPU(s) 0-1"); then there are no user and sys lines, as perf prints none.
@@ -123,23 +145,7 @@ function F.text(s, what)
   add("\n Performance counter stats for '%s'%s:\n\n", type(what) == "string" and what or quote(what),
     s.runs > 1 and (" (%d runs)"):format(s.runs) or "")
   local clock = clock_ns(s)
-  for _, e in ipairs(s.events) do
-    if e.supported == false then
-      add("%18s %-4s %s\n", NOT_SUPPORTED, "", e.name)
-      goto next_event
-    end
-    local v, unit, metric, munit, decimals = columns(e, s, clock)
-    local line = ("%18s %-4s %-32s"):format(F.thousands(v, decimals), unit, e.name)
-    if metric then
-      line = line .. (" # %8.3f %-22s"):format(metric, munit)
-    elseif s.runs > 1 or e.fraction < 1 then
-      line = line .. (" "):rep(35)
-    end
-    if s.runs > 1 and e.noise > 0 then line = line .. ("  ( +-%6.2f%% )"):format(e.noise) end
-    if e.fraction < 1 then line = line .. ("  (%.2f%%)"):format(100 * e.fraction) end
-    add("%s\n", (line:gsub("%s+$", "")))
-    ::next_event::
-  end
+  for _, e in ipairs(s.events) do add("%s\n", text_row(e, s, clock)) end
   if s.runs > 1 then
     add("\n%18.9f +- %.9f seconds time elapsed  ( +-%6.2f%% )\n",
       s.elapsed / 1e9, s.elapsed * s.elapsed_noise / 100 / 1e9, s.elapsed_noise)
@@ -154,32 +160,57 @@ function F.text(s, what)
   return table.concat(out)
 end
 
+-- One event's CSV row (without its newline).
+local function csv_row(e, s, clock, sep)
+  local fields
+  if e.supported == false then
+    fields = { NOT_SUPPORTED, "", e.name }
+    if s.runs > 1 then fields[#fields + 1] = "0.00%" end
+    fields[#fields + 1] = "0"
+    fields[#fields + 1] = "100.00"
+    fields[#fields + 1] = ""
+    fields[#fields + 1] = ""
+    return table.concat(fields, sep)
+  end
+  local v, unit, metric, munit, decimals = columns(e, s, clock)
+  local counted = e.running ~= 0
+  fields = { not counted and NOT_COUNTED
+    or decimals and ("%." .. decimals .. "f"):format(v) or ("%d"):format(math.floor(v + 0.5)),
+    unit, e.name }
+  if s.runs > 1 then fields[#fields + 1] = ("%.2f%%"):format(e.noise) end
+  fields[#fields + 1] = ("%d"):format(math.floor(e.running + 0.5))
+  fields[#fields + 1] = ("%.2f"):format(counted and 100 * e.fraction or 100)
+  fields[#fields + 1] = counted and metric and ("%.3f"):format(metric) or ""
+  fields[#fields + 1] = counted and munit or ""
+  return table.concat(fields, sep)
+end
+
 --- perf stat -x SEP: value, unit, event, [noise%,] running ns, % running,
 -- metric, metric unit.
 function F.csv(s, sep)
   local out = {}
   local clock = clock_ns(s)
+  for _, e in ipairs(s.events) do out[#out + 1] = csv_row(e, s, clock, sep) .. "\n" end
+  return table.concat(out)
+end
+
+--- The header perf stat -I prints above its intervals (not with -x).
+function F.interval_header()
+  return "#           time             counts unit events\n"
+end
+
+--- One interval (what perf.stat passes to on_interval) as perf stat -I
+-- prints it: each row led by the time in seconds, as text or, with `sep`,
+-- as CSV. `since` is when the interval began (ns since the exec; 0 for the
+-- first), so rates and CPUs utilized are of the interval.
+function F.interval(r, since, sep)
+  local s = F.summary { setmetatable({ elapsed = r.time - since, user = 0, sys = 0 }, { __index = r }) }
+  local clock = clock_ns(s)
+  local time = ("%16.9f"):format(r.time / 1e9)
+  local out = {}
   for _, e in ipairs(s.events) do
-    if e.supported == false then
-      local fields = { NOT_SUPPORTED, "", e.name }
-      if s.runs > 1 then fields[#fields + 1] = "0.00%" end
-      fields[#fields + 1] = "0"
-      fields[#fields + 1] = "100.00"
-      fields[#fields + 1] = ""
-      fields[#fields + 1] = ""
-      out[#out + 1] = table.concat(fields, sep) .. "\n"
-      goto next_event
-    end
-    local v, unit, metric, munit, decimals = columns(e, s, clock)
-    local fields = { decimals and ("%." .. decimals .. "f"):format(v) or ("%d"):format(math.floor(v + 0.5)),
-      unit, e.name }
-    if s.runs > 1 then fields[#fields + 1] = ("%.2f%%"):format(e.noise) end
-    fields[#fields + 1] = ("%d"):format(math.floor(e.running + 0.5))
-    fields[#fields + 1] = ("%.2f"):format(100 * e.fraction)
-    fields[#fields + 1] = metric and ("%.3f"):format(metric) or ""
-    fields[#fields + 1] = munit or ""
-    out[#out + 1] = table.concat(fields, sep) .. "\n"
-    ::next_event::
+    out[#out + 1] = sep and time .. sep .. csv_row(e, s, clock, sep) .. "\n"
+      or time .. " " .. text_row(e, s, clock) .. "\n"
   end
   return table.concat(out)
 end
