@@ -436,6 +436,31 @@ describe("perf.stat_format", function()
     assert.matches("\n       0%.001000000 seconds user\n       0%.002000000 seconds sys\n", text)
   end)
 
+  it("prints intervals as perf stat -I does: the interval's own rates, multiplexing, <not counted>", function()
+    -- an interval of 50 ms ending 150 ms after the exec
+    local r = result(nil, {
+      { name = "task-clock", raw = 10000000, en = 50000000, run = 50000000, type = 1, config = 1 },
+      { name = "syscalls:sys_enter_openat", raw = 2000, en = 50000000, run = 50000000 },
+      { name = "instructions", raw = 1000, en = 50000000, run = 25000000, type = 0, config = 1 },
+      { name = "page-faults", raw = 0, en = 50000000, run = 0, type = 1, config = 2 },
+    })
+    r.time, r.interval = 150000000, 3
+    local text = F.interval(r, 100000000)
+    assert.are.equal(table.concat({
+      "     0.150000000              10.00 msec task-clock                       #    0.200 CPUs utilized",
+      "     0.150000000              2,000      syscalls:sys_enter_openat        #  200.000 K/sec",
+      "     0.150000000              2,000      instructions                     #  200.000 K/sec                   (50.00%)",
+      "     0.150000000      <not counted>      page-faults",
+      "" }, "\n"), text)
+    assert.are.equal(table.concat({
+      "     0.150000000,10.00,msec,task-clock,50000000,100.00,0.200,CPUs utilized",
+      "     0.150000000,2000,,syscalls:sys_enter_openat,50000000,100.00,200.000,K/sec",
+      "     0.150000000,2000,,instructions,25000000,50.00,200.000,K/sec",
+      "     0.150000000,<not counted>,,page-faults,0,100.00,,",
+      "" }, "\n"), F.interval(r, 100000000, ","))
+    assert.are.equal("#           time             counts unit events\n", F.interval_header())
+  end)
+
   it("prints means and their variation over several runs", function()
     local runs = {}
     for k, v in ipairs { 10, 20, 30 } do
