@@ -1,6 +1,6 @@
 -- examples/record.lua: the start of a profiler.
 --
---   lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-- command args...]
+--   lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-a] [-- command args...]
 --
 -- Samples a command and its children (or, with no command, a little Lua
 -- workload in this process) on every CPU, then prints what was hot: samples
@@ -8,7 +8,9 @@
 -- ips are placed in their files from the mmap2 records the kernel wrote
 -- while the command ran and named from the files' symbol tables
 -- (perf.elf); kernel ips from /proc/kallsyms (perf.kallsyms). An ip no
--- symbol covers (a stripped file) shows as file+offset.
+-- symbol covers (a stripped file) shows as file+offset. With -a, everything
+-- on every CPU is sampled while the command runs, as perf record -a does
+-- (the processes that were running already are found in /proc).
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local perf = require "perf"
@@ -17,7 +19,7 @@ local elf = require "perf.elf"
 local kallsyms = require "perf.kallsyms"
 
 -- ---- options ----
-local opts = { hz = 999, event = "cpu-clock", top = 10 }
+local opts = { hz = 999, event = "cpu-clock", top = 10, all = false }
 local cmd = {}
 do
   local i = 1
@@ -29,8 +31,9 @@ do
     elseif a == "-F" then opts.hz = math.tointeger(tonumber(arg[i + 1])); i = i + 1
     elseif a == "-e" then opts.event = arg[i + 1]; i = i + 1
     elseif a == "-n" then opts.top = math.tointeger(tonumber(arg[i + 1])); i = i + 1
+    elseif a == "-a" then opts.all = true
     else
-      io.stderr:write("usage: lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-- command args...]\n")
+      io.stderr:write("usage: lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-a] [-- command args...]\n")
       os.exit(2)
     end
     i = i + 1
@@ -55,11 +58,15 @@ else
   pid = child:pid()
 end
 
+if opts.all and self_mode then
+  io.stderr:write("record.lua: -a samples the whole system while a command runs: give one\n")
+  os.exit(2)
+end
 local spec = { opts.event, freq = true, sample_freq = opts.hz,
                sample_type = { "identifier", "ip", "tid", "time", "cpu", "period" },
                sample_id_all = true, mmap = true, mmap2 = true, comm = true,
-               task = true, inherit = true, enable_on_exec = not self_mode }
-local set = assert(cpus.open(spec, { pid = pid }))
+               task = true, inherit = not opts.all, enable_on_exec = not self_mode and not opts.all }
+local set = assert(cpus.open(spec, { pid = opts.all and -1 or pid }))
 assert(set:mmap(64))
 
 -- ---- what the records say ----
@@ -88,6 +95,10 @@ local function read_maps(p)
 end
 
 local function resolve(p, ip)
+  if maps[p] == nil and opts.all then      -- a process that ran already
+    maps[p] = {}
+    read_maps(p)
+  end
   local list = maps[p]
   if list then
     for i = #list, 1, -1 do               -- the newest mapping wins
@@ -102,6 +113,17 @@ end
 
 local function bump(t, k) t[k] = (t[k] or 0) + 1 end
 
+-- The name of a thread that ran already (pid 0 is the idle task, which
+-- perf calls swapper), or nil when it is gone.
+local function comm_of(p, tid)
+  if p == 0 then return "swapper" end
+  local f = io.open(("/proc/%d/task/%d/comm"):format(p, tid))
+  if not f then return nil end
+  local name = f:read("l")
+  f:close()
+  return name
+end
+
 local rec_t = {}
 local function consume()
   for r in set:records(rec_t) do
@@ -110,6 +132,7 @@ local function consume()
       samples = samples + 1
       t_first = t_first or r.time
       t_last = r.time
+      if opts.all and not comm[r.tid] then comm[r.tid] = comm_of(r.pid, r.tid) end
       bump(by_thread, ("%s %d/%d"):format(comm[r.tid] or comm[r.pid] or "?", r.pid, r.tid))
       local path, off
       if r.cpumode == "kernel" then path, off = "[kernel]", r.ip
@@ -148,6 +171,16 @@ if self_mode then
     n = n + #table.concat(t)
     consume()
   end
+  set:disable()
+  consume()
+elseif opts.all then
+  set:enable()                             -- from here, as perf record -a
+  local ok, msg = child:start()
+  if not ok then
+    io.stderr:write(msg, "\n")
+    os.exit(1)
+  end
+  repeat consume() until child:wait(100)   -- CPU-wide events never hang up
   set:disable()
   consume()
 else

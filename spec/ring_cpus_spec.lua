@@ -122,6 +122,22 @@ describe("examples/record.lua", function()
     assert.matches("%d+%s+lua5%.4%s+%[%.%] lua_geti\n", out)
   end)
 
+  it("samples the whole system with -a while the command runs", function()
+    local p = io.popen(H.example .. " examples/record.lua -a -n 20 -- env -u LD_PRELOAD sh -c "
+      .. "'sleep 0.2; head -c 5000000 /dev/urandom | gzip -1 >/dev/null' 2>&1")
+    local out = p:read("a")
+    p:close()
+    local samples = out:match("^(%d+) samples of cpu%-clock at 999 Hz on %d+ CPUs")
+    assert.truthy(samples, out)
+    assert.matches("%d+%s+swapper 0/0\n", out)     -- the idle CPUs, as perf names them
+    assert.matches("%d+%s+gzip %d+/%d+\n", out)
+    p = io.popen(H.example .. " examples/record.lua -a 2>&1")
+    out = p:read("a")
+    local ok, how, code = p:close()
+    assert.same({ false, "exit", 2 }, { ok or false, how, code })
+    assert.matches("%-a samples the whole system while a command runs", out)
+  end)
+
   it("leaves the command's output alone and says when it cannot run", function()
     local p = io.popen(H.example .. " examples/record.lua -n 1 -- echo hello 2>/dev/null")
     local out = p:read("a")
