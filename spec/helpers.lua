@@ -22,6 +22,25 @@ do
   end
 end
 
+-- Builds the C test helper spec/fixtures/<name>.c (plus `extra` sources,
+-- which may use csrc/'s headers) into a Lua module in a new temporary
+-- directory. Returns the module's path and the directory (rm -rf it when
+-- done).
+function H.build_fixture(name, extra)
+  local dir = os.tmpname()
+  os.remove(dir)
+  local so = ("%s/%s.so"):format(dir, name)
+  assert(os.execute(("mkdir -p %s && cc -shared -fPIC -I/usr/include/lua5.4 -Icsrc -o %s spec/fixtures/%s.c %s")
+    :format(dir, so, name, extra or "")))
+  return so, dir
+end
+
+-- H.build_fixture, loaded: the module, and its directory.
+function H.load_fixture(name, extra)
+  local so, dir = H.build_fixture(name, extra)
+  return assert(package.loadlib(so, "luaopen_" .. name))(), dir
+end
+
 -- The tracepoint id from tracefs, without going through the parser.
 function H.tracepoint_id(sys, name)
   local f = assert(io.open(("/sys/kernel/tracing/events/%s/%s/id"):format(sys, name)))

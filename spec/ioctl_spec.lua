@@ -170,11 +170,7 @@ describe("set_output and pause_output", function()
 end)
 
 describe("BPF ioctls", function()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute(("mkdir -p %s && cc -shared -fPIC -I/usr/include/lua5.4 -o %s/bpf_prog.so spec/fixtures/bpf_prog.c")
-    :format(dir, dir)))
-  local bpf = package.loadlib(dir .. "/bpf_prog.so", "luaopen_bpf_prog")()
+  local bpf, dir = H.load_fixture("bpf_prog")
   teardown(function() os.execute("rm -rf " .. dir) end)
 
   it("set_bpf attaches a program that decides which hits count; query_bpf lists it", function()

@@ -4,10 +4,7 @@
 -- returns nil, message, errno, and nothing raises or crashes.
 local H = require "helpers"
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute(("mkdir -p %s && cc -shared -fPIC -I/usr/include/lua5.4 -o %s/read_fault.so spec/fixtures/read_fault.c")
-  :format(dir, dir)))
+local so, dir = H.build_fixture("read_fault")
 
 -- Every read method on a single event, a member, a group of 3 (read by
 -- generated code) and one of 70 (filled from C), one line each, with reads

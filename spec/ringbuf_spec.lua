@@ -1,10 +1,7 @@
 -- Record framing in the data area (csrc/ringbuf.c), through a small C
 -- helper: wrapping records, and the broken rings no kernel should produce.
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute(("mkdir -p %s && cc -shared -fPIC -I/usr/include/lua5.4 -Icsrc -o %s/ringbuf_check.so "
-  .. "spec/fixtures/ringbuf_check.c csrc/ringbuf.c"):format(dir, dir)))
-local R = package.loadlib(dir .. "/ringbuf_check.so", "luaopen_ringbuf_check")()
+local H = require "helpers"
+local R, dir = H.load_fixture("ringbuf_check", "csrc/ringbuf.c")
 os.execute("rm -rf " .. dir)
 
 local RECORD, ESYNC, ESMALL, EOVER = 1, -1, -2, -3
