@@ -285,8 +285,9 @@ describe("perf.stat", function()
     end
     assert.are.equal(1, n)
     assert.is_true(r[1] > 0.8 * r.elapsed and r[1] < 1.5 * r.elapsed + 5e6)
-    r = assert(perf.stat({ "true" }, { "cpu-clock" }, { cpus = { last } }))
-    assert.is_number(r.events[1].cpus[last])
+    r = assert(perf.stat({ "sleep", "0.05" }, { "cpu-clock" }, { cpus = { last, last } }))
+    assert.is_true(r[1] < 1.5 * r.elapsed + 5e6, "a CPU listed twice is counted once")
+    assert.are.equal(r[1], r.events[1].cpus[last])
     local msg, errno = select(2, perf.stat({ "true" }, { "cpu-clock" }, { cpus = { 4096 } }))
     assert.are.equal(22, errno)
     assert.matches("cpu 4096 does not exist here", msg)
@@ -351,10 +352,10 @@ describe("perf.stat", function()
     assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
       "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval)")
-    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = 0, on_interval = print }) end,
-      "perf.stat: interval must be a whole number of milliseconds, 1 or more")
-    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = 1.5, on_interval = print }) end,
-      "perf.stat: interval must be a whole number of milliseconds, 1 or more")
+    for _, bad in ipairs { 0, 1.5, math.maxinteger } do
+      assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = bad, on_interval = print }) end,
+        "perf.stat: interval must be a whole number of milliseconds, 1 to 2147483647")
+    end
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = 100 }) end,
       "perf.stat: interval needs on_interval, a function to call with each interval's counts")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdout = 1 }) end)

@@ -77,6 +77,9 @@ end
 local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
   all_cpus = true, cpus = true, interval = true, on_interval = true }
 
+-- the longest interval: about 24 days, so interval counts stay exact in ns
+local MAX_INTERVAL = 0x7fffffff
+
 local function check_args(argv, events, opts)
   if type(argv) ~= "table" then
     error(("perf.stat: the command must be a list (argv), got %s"):format(type(argv)), 0)
@@ -111,8 +114,8 @@ local function check_args(argv, events, opts)
     end
   end
   if opts ~= nil and (opts.interval ~= nil or opts.on_interval ~= nil) then
-    if math.type(opts.interval) ~= "integer" or opts.interval < 1 then
-      error("perf.stat: interval must be a whole number of milliseconds, 1 or more", 0)
+    if math.type(opts.interval) ~= "integer" or opts.interval < 1 or opts.interval > MAX_INTERVAL then
+      error(("perf.stat: interval must be a whole number of milliseconds, 1 to %d"):format(MAX_INTERVAL), 0)
     end
     if type(opts.on_interval) ~= "function" then
       error("perf.stat: interval needs on_interval, a function to call with each interval's counts", 0)
@@ -154,7 +157,12 @@ local function cpus_of(opts)
   local list = opts.cpus
   if type(list) == "string" then list = require("perf.cpus").parse_list(list) end
   if list == nil and opts.all_cpus then list = require("perf.cpus").online() end
-  return list
+  if list == nil then return nil end
+  local seen, unique = {}, {}                  -- "0,0" counts CPU 0 once
+  for _, c in ipairs(list) do
+    if not seen[c] then seen[c], unique[#unique + 1] = true, c end
+  end
+  return unique
 end
 
 -- Errors that mean "this machine cannot count that event" (no such PMU or
