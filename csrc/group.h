@@ -40,8 +40,8 @@ pl_group *pl_check_group(lua_State *L, int idx);
 int pl_group_fail(lua_State *L, int err, const char *method, const char *hint);
 
 /* Reads every member of g into the table at t (keys at `keys`), as g:read
-** (scaled: as g:scaled) fills it. Returns 0 or an errno (-1: end of file,
-** the group's error state). */
+** (scaled: as g:scaled) fills it, with ordinary assignments. Returns 0 or
+** an errno (-1: end of file, the group's error state). */
 int pl_group_fill(lua_State *L, pl_group *g, int t, int keys, int scaled);
 
 /* Pushes g:read and g:scaled for the group of n members at u (keys at

@@ -25,7 +25,7 @@
 ** So t is filled with ordinary assignments (a __newindex sees the keys t
 ** does not have yet). The function is compiled at the group's first read
 ** (see first_read); groups of more than PL_FAST_MEMBERS members are filled
-** from C, with raw stores.
+** from C (pl_group_fill), with ordinary assignments too.
 */
 #include <errno.h>
 #include <unistd.h>
@@ -164,22 +164,22 @@ int pl_group_fill(lua_State *L, pl_group *g, int t, int keys, int scaled) {
   if ((err = read_values(L, g, scaled, &vs)) != 0) return err;
   for (i = 0; i < g->n; i++) {
     push_value(L, &vs, i);
-    lua_rawseti(L, t, i + 1);
+    lua_seti(L, t, i + 1);
   }
   for (i = 0; i < g->n; i++) {
     if (lua_rawgeti(L, keys, i + 1) == LUA_TSTRING) {
       push_value(L, &vs, i);
-      lua_rawset(L, t);
+      lua_settable(L, t);
     } else {
       lua_pop(L, 1);
     }
   }
   lua_rawgeti(L, keys, g->n + 1);
   lua_pushinteger(L, (lua_Integer)vs.en);
-  lua_rawset(L, t);
+  lua_settable(L, t);
   lua_rawgeti(L, keys, g->n + 2);
   lua_pushinteger(L, (lua_Integer)vs.run);
-  lua_rawset(L, t);
+  lua_settable(L, t);
   return 0;
 }
 

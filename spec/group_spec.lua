@@ -213,6 +213,13 @@ describe("perf.group", function()
     assert.are.same({ 1, 2, "time_enabled", "time_running", "x", "y" }, seen)
     g:read(t)
     assert.are.equal(6, #seen)
+    -- the same for a group filled from C (more than 64 members)
+    local specs = {}
+    for i = 1, 65 do specs[i] = openat("m" .. i) end
+    local big <close> = assert(perf.group(specs))
+    local n = 0
+    big:read(setmetatable({}, { __newindex = function(tt, k, v) n = n + 1 rawset(tt, k, v) end }))
+    assert.are.equal(65 + 65 + 2, n)
   end)
 
   for _, n in ipairs { 64, 65, 70 } do
