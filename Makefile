@@ -90,7 +90,8 @@ clean:
 # both sides read the very same events in one process.
 .PHONY: bench bench-read
 
-bench/read_baseline.so: bench/read_baseline.c
+# the C sides of the benchmarks, each a small Lua module
+bench/%_baseline.so: bench/%_baseline.c
 	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -O2 -Wall -Wextra -pedantic \
 	  -I$(LUA_INCDIR) $(LIBFLAG) -o $@ $<
 
@@ -101,10 +102,6 @@ bench: bench-read
 
 # ---- counting a command: benchmark (root; see bench/stat.lua) ----
 .PHONY: bench-stat
-bench/stat_baseline.so: bench/stat_baseline.c
-	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -O2 -Wall -Wextra -pedantic \
-	  -I$(LUA_INCDIR) $(LIBFLAG) -o $@ $<
-
 bench-stat: all bench/stat_baseline.so
 	$(LUA) bench/stat.lua
 

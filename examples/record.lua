@@ -155,6 +155,14 @@ local function consume()
 end
 
 -- ---- run ----
+local function start_child()
+  local ok, msg = child:start()
+  if not ok then
+    io.stderr:write(msg, "\n")
+    os.exit(1)
+  end
+end
+
 if self_mode then
   read_maps(pid)
   local f = assert(io.open("/proc/self/comm"))
@@ -175,20 +183,12 @@ if self_mode then
   consume()
 elseif opts.all then
   set:enable()                             -- from here, as perf record -a
-  local ok, msg = child:start()
-  if not ok then
-    io.stderr:write(msg, "\n")
-    os.exit(1)
-  end
+  start_child()
   repeat consume() until child:wait(100)   -- CPU-wide events never hang up
   set:disable()
   consume()
 else
-  local ok, msg = child:start()
-  if not ok then
-    io.stderr:write(msg, "\n")
-    os.exit(1)
-  end
+  start_child()
   while true do
     local ready = set:poll(200)
     consume()

@@ -113,21 +113,13 @@ local function inherits(list)
   return false
 end
 
--- Opens `list` (from M.attrs) as one kernel group: leader disabled, members
--- enabled. Returns the events, or nil, msg, errno.
-local function open_group(list, target, opts, notes)
+-- Opens every entry of `list` after prepare(i, e, evs) has set its attr
+-- and returned its target; on a failure, closes those opened. Returns the
+-- events, or nil, msg, errno.
+local function open_each(list, opts, notes, prepare)
   local evs = {}
-  local extra = lost_bit() | FORMAT.group | FORMAT.id | FORMAT.total_time_enabled
-    | FORMAT.total_time_running
   for i, e in ipairs(list) do
-    e.attr.read_format = format_bits(e.attr.read_format) | extra
-    e.attr.disabled = i == 1
-    local t = target
-    if i > 1 then
-      t = copy(target)
-      t.group = evs[1]
-    end
-    local ev, msg, errno = open_one(e, t, opts, notes)
+    local ev, msg, errno = open_one(e, prepare(i, e, evs), opts, notes)
     if not ev then
       close_all(evs)
       return nil, msg, errno
@@ -137,24 +129,32 @@ local function open_group(list, target, opts, notes)
   return evs
 end
 
+-- Opens `list` (from M.attrs) as one kernel group: leader disabled, members
+-- enabled. Returns the events, or nil, msg, errno.
+local function open_group(list, target, opts, notes)
+  local extra = lost_bit() | FORMAT.group | FORMAT.id | FORMAT.total_time_enabled
+    | FORMAT.total_time_running
+  return open_each(list, opts, notes, function(i, e, evs)
+    e.attr.read_format = format_bits(e.attr.read_format) | extra
+    e.attr.disabled = i == 1
+    if i == 1 then return target end
+    local t = copy(target)
+    t.group = evs[1]
+    return t
+  end)
+end
+
 -- The same events each on its own (no PERF_FORMAT_GROUP), all disabled;
 -- each counts from an exec if the leader was to.
 local function open_separate(list, target, opts, notes)
-  local evs = {}
   local on_exec = list[1].attr.enable_on_exec
-  for i, e in ipairs(list) do
+  return open_each(list, opts, notes, function(_, e)
     e.attr.enable_on_exec = on_exec
     e.attr.read_format = (format_bits(e.attr.read_format) | lost_bit() | FORMAT.id
       | FORMAT.total_time_enabled | FORMAT.total_time_running) & ~FORMAT.group
     e.attr.disabled = true
-    local ev, msg, errno = open_one(e, target, opts, notes)
-    if not ev then
-      close_all(evs)
-      return nil, msg, errno
-    end
-    evs[i] = ev
-  end
-  return evs
+    return target
+  end)
 end
 
 -- Opens attrs (from M.attrs) as a perf.group. opts: user_fallback.

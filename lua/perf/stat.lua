@@ -103,16 +103,6 @@ local function check_args(argv, events, opts)
       end
     end
   end
-  if opts ~= nil and opts.cpus ~= nil then
-    local c = opts.cpus
-    if type(c) == "string" then c = require("perf.cpus").parse_list(c) end
-    local bad = type(c) ~= "table" or #c == 0
-    for _, x in ipairs(bad and {} or c) do bad = bad or math.type(x) ~= "integer" or x < 0 end
-    if bad then
-      error(("perf.stat: cpus must be a list of CPU numbers or a string such as \"0-3,5\", got %s")
-        :format(type(opts.cpus) == "string" and ("%q"):format(opts.cpus) or type(opts.cpus)), 0)
-    end
-  end
   if opts ~= nil and (opts.interval ~= nil or opts.on_interval ~= nil) then
     if math.type(opts.interval) ~= "integer" or opts.interval < 1 or opts.interval > MAX_INTERVAL then
       error(("perf.stat: interval must be a whole number of milliseconds, 1 to %d"):format(MAX_INTERVAL), 0)
@@ -152,10 +142,18 @@ local function units_of(events, opts, cpu_wide)
 end
 
 -- The CPUs to count on (opts.cpus, a list or "0-3,5"; opts.all_cpus: every
--- online one), or nil to count the command's tasks.
+-- online one), or nil to count the command's tasks. Raises on a bad list.
 local function cpus_of(opts)
   local list = opts.cpus
   if type(list) == "string" then list = require("perf.cpus").parse_list(list) end
+  if list ~= nil then
+    local bad = type(list) ~= "table" or #list == 0
+    for _, x in ipairs(bad and {} or list) do bad = bad or math.type(x) ~= "integer" or x < 0 end
+    if bad then
+      error(("perf.stat: cpus must be a list of CPU numbers or a string such as \"0-3,5\", got %s")
+        :format(type(opts.cpus) == "string" and ("%q"):format(opts.cpus) or type(opts.cpus)), 0)
+    end
+  end
   if list == nil and opts.all_cpus then list = require("perf.cpus").online() end
   if list == nil then return nil end
   local seen, unique = {}, {}                  -- "0,0" counts CPU 0 once
