@@ -82,7 +82,7 @@ install: deps
 	luarocks --lua-version 5.4 make rockspec/perf-event-scm-1.rockspec
 
 clean:
-	rm -rf build build-asan perf
+	rm -rf build build-* perf bench/*_baseline.so
 
 # ---- reading counters: benchmark (see bench/read.lua) ----
 # `make bench` runs every benchmark: each one adds itself to its
