@@ -57,7 +57,7 @@ test: deps
 # to standard error, as perf stat prints them).
 demo: deps
 	$(MAKE) all
-	$(LUA) examples/stat.lua -e task-clock,page-faults,context-switches,syscalls:sys_enter_openat -- ls -l / >/dev/null
+	$(LUA) bin/perf-lua stat -e task-clock,page-faults,context-switches,syscalls:sys_enter_openat -- ls -l / >/dev/null
 
 # The whole suite against the module built with ASan+UBSan. The interpreter
 # is not instrumented, so the sanitizer runtimes are preloaded.

@@ -47,6 +47,9 @@ build = {
       libraries = { "dl" },
     },
     ["perf"] = "lua/perf/init.lua",
+    ["perf.cli"] = "lua/perf/cli/init.lua",
+    ["perf.cli.list"] = "lua/perf/cli/list.lua",
+    ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
     ["perf.cpus"] = "lua/perf/cpus.lua",
     ["perf.kallsyms"] = "lua/perf/kallsyms.lua",
@@ -68,6 +71,10 @@ build = {
     ["perf.tracepoint"] = "lua/perf/tracepoint.lua",
     ["perf.uprobe"] = "lua/perf/uprobe.lua",
     ["perf.watch"] = "lua/perf/watch.lua",
+  },
+  -- the commands: `perf-lua stat`, `perf-lua list`, ... (lua/perf/cli)
+  install = {
+    bin = { ["perf-lua"] = "bin/perf-lua" },
   },
 }
 test = {

@@ -1,31 +1,36 @@
--- A `perf stat` in Lua: run a command and print what it cost.
+-- perf-lua stat: run a command and print what it cost, as perf stat does.
 --
---   lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-I MS] [-o FILE] [--] COMMAND [ARG]...
+--   perf-lua stat [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-I MS] [-o FILE] [--] COMMAND [ARG]...
 --
---   -e EVENTS  events, comma-separated, in perf's syntax ("{a,b}" a group);
---              default: task-clock,context-switches,cpu-migrations,page-faults
---   -r N       run the command N times; print means and their variation
---   -x SEP     print CSV with this separator, like perf stat -x (and no notes)
---   -i         do not count the command's children (no inherit)
---   -a         count everything on every CPU while the command runs
---   -C LIST    count everything on these CPUs ("0-3,5") while it runs
---   -I MS      print the counts of every MS milliseconds while it runs,
---              instead of the totals at the end
---   -o FILE    print to FILE instead of standard error
+--   -e, --event EVENTS     events, comma-separated, in perf's syntax ("{a,b}" a
+--                          group); default: task-clock,context-switches,
+--                          cpu-migrations,page-faults
+--   -r, --repeat N         run the command N times; print means and their variation
+--   -x, --field-separator SEP
+--                          print CSV with this separator (and no notes)
+--   -i, --no-inherit       do not count the command's children
+--   -a, --all-cpus         count everything on every CPU while the command runs
+--   -C, --cpu LIST         count everything on these CPUs ("0-3,5") while it runs
+--   -I, --interval-print MS
+--                          print the counts of every MS milliseconds while it
+--                          runs, instead of the totals at the end
+--   -o, --output FILE      print to FILE instead of standard error
 --
 -- Exits with the command's exit status (128 + the signal's number if a
--- signal ended it; 127 or 126 if it could not run).
-package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
-package.cpath = "./?.so;" .. package.cpath
+-- signal ended it; 127 or 126 if it could not run; 129 for a usage error).
+local arg = ...
 local perf = require "perf"
 local F = require "perf.stat_format"
 local split = require("perf.stat").split
 
 local function usage(msg)
-  if msg then io.stderr:write("stat.lua: ", msg, "\n") end
-  io.stderr:write("usage: lua5.4 examples/stat.lua [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-I MS] [-o FILE] [--] COMMAND [ARG]...\n")
-  os.exit(msg and 129 or 0)
+  require("perf.cli").usage("stat", msg)
 end
+
+-- perf stat's long option names
+local LONG = { ["--event"] = "-e", ["--repeat"] = "-r", ["--field-separator"] = "-x",
+  ["--no-inherit"] = "-i", ["--all-cpus"] = "-a", ["--cpu"] = "-C",
+  ["--interval-print"] = "-I", ["--output"] = "-o", ["--help"] = "-h" }
 
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
 local interval
@@ -33,6 +38,8 @@ local argv = {}
 local i = 1
 while i <= #arg do
   local a = arg[i]
+  local long, v = a:match("^(%-%-[%w-]+)=(.*)$")    -- --event=EVENTS
+  if LONG[long or a] then a = LONG[long or a] .. (v or "") end
   local opt, joined = a:match("^(%-[erxoCI])(.+)$")  -- perf's -x, and -r5 forms
   local function value()
     if joined then return joined end

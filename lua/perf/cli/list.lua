@@ -1,10 +1,14 @@
--- What this machine offers, printed like perf list, then its PMUs.
+-- perf-lua list: the events this machine offers, as perf list prints them,
+-- then its PMUs.
 --
---   lua5.4 examples/list.lua              every event
---   lua5.4 examples/list.lua sw           a kind: hw, sw, cache, pmu, tracepoint, ...
---   lua5.4 examples/list.lua 'sched:*'    a glob, or a text found in the names
-package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
-package.cpath = "./?.so;" .. package.cpath
+--   perf-lua list [KIND | PATTERN]
+--
+--   perf-lua list              every event, then the PMUs
+--   perf-lua list sw           a kind: hw, sw, cache, pmu, tracepoint, ...
+--   perf-lua list 'sched:*'    a glob, or a text found in the names
+local arg = ...
+if arg[1] == "-h" or arg[1] == "--help" then require("perf.cli").usage("list") end
+if #arg > 1 then require("perf.cli").usage("list", "one kind or pattern at most") end
 local perf = require "perf"
 
 local list = perf.list(arg[1])

@@ -1,0 +1,98 @@
+-- perf-lua: perf's commands, written with perf for Lua.
+--
+-- Each command is a script, lua/perf/cli/<command>.lua, found on
+-- package.path and run with its arguments as `...`; its opening comment is
+-- its --help text. The commands sit above the library, as the examples do:
+-- they require "perf", nothing in the library requires them.
+--
+-- Exit codes are perf's: 0, or the measured command's status; 129 for a
+-- usage error (perf's parse-options); 1 for an unknown command or a
+-- failure.
+local cli = {}
+
+-- name, summary: in the order `perf-lua --help` lists them
+cli.commands = {
+  { "stat", "Run a command and print what it cost (counters)" },
+  { "list", "List the events this machine offers" },
+}
+
+local function find(name)
+  for _, c in ipairs(cli.commands) do
+    if c[1] == name then return c end
+  end
+end
+
+-- The file of a command's script, or nil.
+function cli.script(name)
+  if not find(name) then return nil end
+  return package.searchpath("perf.cli." .. name, package.path)
+end
+
+-- A command's --help text: its script's opening comment.
+function cli.help(name)
+  local path = assert(cli.script(name), name)
+  local lines = {}
+  for line in io.lines(path) do
+    local text = line:match("^%-%- ?(.*)$")
+    if not text then break end
+    lines[#lines + 1] = text
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- With no message: the command's help on standard output, exit 0.
+-- With one: the message and the usage lines on standard error, exit 129,
+-- as perf's option parser does.
+function cli.usage(name, msg)
+  if not msg then
+    io.stdout:write(cli.help(name))
+    os.exit(0)
+  end
+  local lines = {}
+  for line in cli.help(name):gmatch("[^\n]+") do
+    if line:match("^%s+perf%-lua " .. name) then lines[#lines + 1] = line end
+  end
+  io.stderr:write(("perf-lua %s: %s\n\n usage:%s\n\nSee 'perf-lua %s --help'.\n")
+    :format(name, msg, table.concat(lines, "\n       "):gsub("^%s+", " "), name))
+  os.exit(129)
+end
+
+function cli.main_help()
+  local out = { "usage: perf-lua [--version] [--help] COMMAND [ARGS]\n",
+    "The perf-lua commands are:" }
+  for _, c in ipairs(cli.commands) do
+    out[#out + 1] = ("   %-9s %s"):format(c[1], c[2])
+  end
+  out[#out + 1] = "\nSee 'perf-lua COMMAND --help' for more information on a command."
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- Runs the command line `args` (args[1] the command); returns the exit
+-- code when the command returns instead of exiting.
+function cli.main(args)
+  local name = args[1]
+  if name == nil or name == "-h" or name == "--help" then
+    io.stdout:write(cli.main_help())
+    return name and 0 or 1
+  elseif name == "-v" or name == "--version" then
+    io.stdout:write(("perf-lua version %s (%s)\n"):format(require("perf.core").version, _VERSION))
+    return 0
+  elseif name == "help" then
+    if args[2] == nil then
+      io.stdout:write(cli.main_help())
+      return 0
+    end
+    name, args = args[2], { args[2], "--help" }
+  end
+  local path = cli.script(name)
+  if not path then
+    io.stderr:write(("perf-lua: '%s' is not a perf-lua command. See 'perf-lua --help'.\n"):format(name))
+    return 1
+  end
+  local chunk = assert(loadfile(path))
+  local rest = table.move(args, 2, #args, 1, {})
+  local status = chunk(rest)
+  return math.type(status) == "integer" and status or 0
+end
+
+return cli
