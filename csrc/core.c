@@ -12,6 +12,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_group(L);
   pl_open_spawn(L);
   pl_open_util(L);
+  pl_open_mount(L);
   pl_open_consts(L);
   pl_open_ring(L);
   lua_pushliteral(L, "0.1");

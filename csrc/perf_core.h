@@ -102,6 +102,7 @@ int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
 void pl_open_attr(lua_State *L);
 void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
+void pl_open_mount(lua_State *L);
 void pl_open_consts(lua_State *L);
 void pl_open_group(lua_State *L);
 void pl_open_spawn(lua_State *L);

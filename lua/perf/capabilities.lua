@@ -108,7 +108,10 @@ end
 
 function M.get()
   cached = cached or probe_all()
-  return copy(cached)
+  local t = copy(cached)
+  -- tracefs can be mounted after a failure: never report a stale answer
+  t.tracefs, t.why.tracefs = M.tracefs()
+  return t
 end
 
 return M

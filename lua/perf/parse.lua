@@ -157,7 +157,8 @@ local function resolve_with_terms(P, name, pos, terms)
       for _, n in ipairs(all_symbolic_names()) do c[#c + 1] = n end
       return c
     end)())),
-    "PMUs here: " .. table.concat(pmus.names(), ", "))
+    "PMUs here: " .. table.concat(pmus.names(), ", ")
+      .. " (a PMU whose driver is a kernel module appears once the module is loaded)")
 end
 
 ---------------------------------------------------------------------------

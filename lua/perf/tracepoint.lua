@@ -4,58 +4,29 @@
 --   tp.id, tp.fields[5].name, tp.field.prev_comm.size
 --   tp:decode(rec.raw)  --> { common_type = 372, prev_comm = "lua5.4", ... }
 --
--- The tracefs directory is found once (/sys/kernel/tracing, then
--- /sys/kernel/debug/tracing, then the mount table); tests can point it at
--- a fake tree with set_root.
+-- The tracefs directory comes from perf.tracefs, which mounts one on first
+-- use; tests can point it at a fake tree with set_root.
 
 local fs = require "perf.fs"
 
 local M = {}
 
+local tracefs = require "perf.tracefs"
+
 local root_override
-local found -- tracefs path, false when looked for and not found
-local why_missing, why_errno
 
 -- Uses `path` as the tracefs directory (nil: find the real one again).
 function M.set_root(path)
   root_override = path
-  found = nil
+  tracefs.forget()
   M.forget()
 end
 
-local function find_tracefs()
-  for _, p in ipairs { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" } do
-    if fs.exists(p .. "/events") then return p end
-  end
-  local mounts = fs.read("/proc/self/mounts") or ""
-  local debugfs
-  for line in mounts:gmatch("[^\n]+") do
-    local _, dir, kind = line:match("^(%S+)%s+(%S+)%s+(%S+)")
-    if kind == "tracefs" and fs.exists(dir .. "/events") then return dir end
-    if kind == "debugfs" then debugfs = dir end
-  end
-  if debugfs and fs.exists(debugfs .. "/tracing/events") then
-    return debugfs .. "/tracing"
-  end
-  local f, _, code = io.open("/sys/kernel/tracing/events")
-  if f then f:close() end
-  if code == 13 then
-    why_missing = "cannot read /sys/kernel/tracing (permission denied): tracepoints need root, or read access to tracefs"
-    why_errno = 13
-  else
-    why_missing = "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)"
-    why_errno = 2
-  end
-  return false
-end
-
--- The tracefs directory, or nil, why it is missing and an errno (2: not
--- mounted, 13: not readable).
+-- The tracefs directory (mounted on first use, as perf does), or nil,
+-- why it is missing and an errno (see perf.tracefs).
 function M.path()
   if root_override then return root_override end
-  if found == nil then found = find_tracefs() end
-  if not found then return nil, why_missing, why_errno end
-  return found
+  return tracefs.path()
 end
 
 ---------------------------------------------------------------------------
@@ -128,14 +99,13 @@ end
 -- The "sys:event" name of tracepoint id `id`, or nil.
 function M.name_of(id)
   if not names_by_id then
-    names_by_id = {}
     local dir = M.path()
-    if dir then
-      for _, name in ipairs(M.all()) do
-        local s, e = name:match("^(.-):(.*)$")
-        local n = math.tointeger(tonumber(fs.read(("%s/events/%s/%s/id"):format(dir, s, e)) or ""))
-        if n then names_by_id[n] = name; ids_by_name[name] = n end
-      end
+    if not dir then return nil end     -- looked for again on the next call
+    names_by_id = {}
+    for _, name in ipairs(M.all()) do
+      local s, e = name:match("^(.-):(.*)$")
+      local n = math.tointeger(tonumber(fs.read(("%s/events/%s/%s/id"):format(dir, s, e)) or ""))
+      if n then names_by_id[n] = name; ids_by_name[name] = n end
     end
   end
   return names_by_id[id]
