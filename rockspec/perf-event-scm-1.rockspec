@@ -57,6 +57,7 @@ build = {
     ["perf.elf"] = "lua/perf/elf.lua",
     ["perf.events"] = "lua/perf/events.lua",
     ["perf.fs"] = "lua/perf/fs.lua",
+    ["perf.glob"] = "lua/perf/glob.lua",
     ["perf.group"] = "lua/perf/group.lua",
     ["perf.list"] = "lua/perf/list.lua",
     ["perf.measure"] = "lua/perf/measure.lua",

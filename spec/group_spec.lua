@@ -28,6 +28,28 @@ local function opens(n)
 end
 
 describe("perf.group", function()
+  it("makes one member per tracepoint a pattern matches, each named", function()
+    local g <close> = assert(perf.group { "syscalls:sys_enter_open*", "page-faults" })
+    local names = {}
+    for i = 1, #g do names[i] = g[i]:name() end
+    assert.is_true(#g >= 4)
+    assert.are.equal("page-faults", names[#g])
+    local openat
+    for i, n in ipairs(names) do
+      assert.truthy(i == #g or n:match("^syscalls:sys_enter_open"), n)
+      if n == "syscalls:sys_enter_openat" then openat = i end
+    end
+    assert(g:enable())
+    opens(5)
+    assert(g:disable())
+    local t = assert(g:read())
+    assert.are.equal(5, t[openat])
+    assert.are.equal(5, t["syscalls:sys_enter_openat"])
+    local h <close> = assert(perf.group "{syscalls:sys_enter_close,syscalls:sys_enter_open*}")
+    assert.are.equal(#g, #h)
+    assert.are.equal("syscalls:sys_enter_close", h[1]:name())
+  end)
+
   it("counts each member exactly and reads them by index and by name", function()
     local g <close> = assert(perf.group { openat(), close_tp(), sw(PAGE_FAULTS, "faults") })
     assert.are.equal(3, #g)

@@ -75,6 +75,39 @@ describe("perf.stat", function()
     assert.is_true(r["task-clock"] > 0)
   end)
 
+  it("expands a tracepoint pattern to one event per match, as perf stat -e does", function()
+    local argv = { "sh", "-c", "ls / >/dev/null; cat /etc/hostname" }
+    local theirs = perf_stat(argv, { "'syscalls:sys_enter_open*'", "'sched:sched_process_*'" })
+    local r = assert(perf.stat(argv, "syscalls:sys_enter_open*,sched:sched_process_*", QUIET))
+    local n = 0
+    for name, count in pairs(theirs) do
+      n = n + 1
+      assert.are.equal(count, r[name], name)
+    end
+    assert.are.equal(n, #r.events)               -- the same names, no more
+    assert.is_true(n >= 6)
+    assert.is_true(r["syscalls:sys_enter_openat"] > 0)
+    assert.is_true(r["sched:sched_process_exec"] >= 2)
+    for _, e in ipairs(r.events) do assert.is_nil(e.group) end
+  end)
+
+  it("expands a pattern inside a group into that group", function()
+    local argv = { "cat", "/etc/hostname" }
+    local r = assert(perf.stat(argv, { "{syscalls:sys_enter_close,syscalls:sys_enter_open*}" }, QUIET))
+    local theirs = perf_stat(argv, { "'syscalls:sys_enter_open*'", "syscalls:sys_enter_close" })
+    for _, e in ipairs(r.events) do
+      assert.are.equal(1, e.group)
+      assert.are.equal(theirs[e.name], e.value, e.name)
+    end
+    assert.are.equal("syscalls:sys_enter_close", r.events[1].name)
+  end)
+
+  it("refuses a pattern that matches nothing", function()
+    assert.has_error(function() perf.stat({ "true" }, "syscalls:sys_enter_nothing_like_this*") end,
+      'no tracepoint matches "syscalls:sys_enter_nothing_like_this*" '
+      .. '(examples/list.lua "syscalls" lists those that exist)')
+  end)
+
   it("counts the children (inherit), or only the command itself when told", function()
     local argv = { "sh", "-c", "cat /etc/hostname; cat /etc/hostname; cat /etc/hostname" }
     local events = { "syscalls:sys_enter_openat", "syscalls:sys_enter_execve" }

@@ -13,6 +13,7 @@
 -- separately instead and the group says so in g:notes(): the counts stay
 -- right, only the members are no longer scheduled as a unit.
 local core = require "perf.core"
+local glob = require "perf.glob"
 
 local M = {}
 
@@ -42,11 +43,16 @@ end
 
 -- The events argument as a list of specs. A string is one event or a
 -- "{a,b}" group; a table must be a list (an attr table alone is ambiguous).
+-- Tracepoint patterns ("sched:sched_*") become their matches, each its
+-- own member (perf.glob); nil, message, errno when tracefs is unreadable.
 function M.specs(events, who)
   if type(events) == "string" then
-    local r = require("perf.parse").parse(events)
+    local list, msg, errno = glob.expand(events)
+    if not list then return nil, who .. " " .. msg, errno end
+    if #list > 1 then return list end
+    local r = require("perf.parse").parse(list[1])
     if r.group then return r end
-    return { events }
+    return list
   end
   if type(events) ~= "table" then
     error(("%s: a list of events expected, got %s"):format(who, type(events)), 0)
@@ -61,7 +67,17 @@ function M.specs(events, who)
     end
     ::continue::
   end
-  return events
+  local list, msg, errno = glob.specs(events)
+  if not list then return nil, who .. " " .. msg, errno end
+  return list
+end
+
+-- M.specs then M.attrs: the events argument to a list of attrs, or nil,
+-- message, errno.
+function M.resolve(events, who)
+  local specs, msg, errno = M.specs(events, who)
+  if not specs then return nil, msg, errno end
+  return M.attrs(specs, who)
 end
 
 -- Specs to a list of { attr =, name =, extra = } (via perf.attr: parse and
@@ -210,7 +226,7 @@ function M.new(events, target)
         end
       end
     end
-    return M.attrs(M.specs(events, "perf.group"), "perf.group")
+    return M.resolve(events, "perf.group")
   end)
   local strip = require("perf").strip_position
   if not ok then error(strip(list), 2) end

@@ -182,9 +182,7 @@ end
 ---------------------------------------------------------------------------
 -- Filtering and printing
 
-local function glob_to_pattern(g)
-  return "^" .. g:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gsub("%*", ".*"):gsub("%?", ".") .. "$"
-end
+local glob_to_pattern = require("perf.glob").to_pattern
 
 local function make_filter(pattern)
   if pattern == nil then return nil end

@@ -63,7 +63,7 @@ local function split(events, who)
 end
 
 local function open(specs, who)
-  local list, msg, errno = group.attrs(group.specs(specs, who), who)
+  local list, msg, errno = group.resolve(specs, who)
   if not list then return nil, msg, errno end
   return group.open_list(M.counting(list))
 end

@@ -167,7 +167,8 @@ end
 local function resolve_tracepoint(P, sys, ev, pos)
   if sys:find("[%*%?%[]") or ev:find("[%*%?%[]") then
     fail(P.s, pos, ("'%s:%s' is a pattern; perf.parse makes one event"):format(sys, ev),
-      ("perf.list(%q) lists the tracepoints it matches"):format(sys .. ":" .. ev))
+      ("perf.stat and perf.group count one event per match; perf.list(%q) lists them")
+        :format(sys .. ":" .. ev))
   end
   local id, err, code = tracepoint.id(sys, ev)
   if not id then

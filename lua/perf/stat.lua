@@ -8,7 +8,9 @@
 -- pid; they count from its exec (enable_on_exec) in it and in the tasks it
 -- starts (inherit), as perf stat's do, and are read once it has exited.
 -- Each event of the list is counted on its own; a "{a,b}" string is
--- counted as a group.
+-- counted as a group. A tracepoint pattern ("syscalls:sys_enter_open*",
+-- "sched:sched_process_*") stands for every tracepoint it matches, each
+-- counted and named on its own, as perf stat -e expands it (perf.glob).
 --
 -- results[i] and results[name] are the counts (scaled for multiplexing);
 -- results.events[i] has the details of event i (name, value, raw,
@@ -34,6 +36,7 @@
 -- r.interval (1, 2, ...) and r.time (ns since the exec); the last call is
 -- for the part of an interval before the command ended.
 local core = require "perf.core"
+local glob = require "perf.glob"
 local group = require "perf.group"
 local measure = require "perf.measure"
 
@@ -125,9 +128,11 @@ end
 -- errno.
 local function units_of(events, opts, cpu_wide)
   local units = {}
-  for _, item in ipairs(events) do
+  local expanded, emsg, eerrno = glob.specs(events)    -- one unit per match
+  if not expanded then return nil, "perf.stat " .. emsg, eerrno end
+  for _, item in ipairs(expanded) do
     local specs = is_group_string(item) and item or { item }
-    local list, msg, errno = group.attrs(group.specs(specs, "perf.stat"), "perf.stat")
+    local list, msg, errno = group.resolve(specs, "perf.stat")
     if not list then return nil, msg, errno end
     measure.counting(list)
     for _, e in ipairs(list) do
