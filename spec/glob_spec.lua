@@ -78,6 +78,6 @@ describe("perf.glob", function()
 
   it("refuses a pattern that matches nothing, saying where to look", function()
     assert.has_error(function() glob.expand("syscalls:no_such_call*") end,
-      'no tracepoint matches "syscalls:no_such_call*" (examples/list.lua "syscalls" lists those that exist)')
+      'no tracepoint matches "syscalls:no_such_call*" (perf-lua list "syscalls" lists those that exist)')
   end)
 end)

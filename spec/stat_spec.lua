@@ -105,7 +105,7 @@ describe("perf.stat", function()
   it("refuses a pattern that matches nothing", function()
     assert.has_error(function() perf.stat({ "true" }, "syscalls:sys_enter_nothing_like_this*") end,
       'no tracepoint matches "syscalls:sys_enter_nothing_like_this*" '
-      .. '(examples/list.lua "syscalls" lists those that exist)')
+      .. '(perf-lua list "syscalls" lists those that exist)')
   end)
 
   it("counts the children (inherit), or only the command itself when told", function()

@@ -55,7 +55,7 @@ local function matches(s, sys, ev)
     end
   end
   if #out == 0 then
-    error(("no tracepoint matches %q (examples/list.lua %q lists those that exist)")
+    error(("no tracepoint matches %q (perf-lua list %q lists those that exist)")
       :format(sys .. ":" .. ev, sys), 0)
   end
   return out
