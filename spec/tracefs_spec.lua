@@ -151,3 +151,53 @@ describe("tracefs on a freshly booted machine", function()
       .. "(permission denied): tracepoints need root, or read access to tracefs\t13\n", out)
   end)
 end)
+
+-- The rest of what a freshly booted machine lacks or sets differently, and
+-- what the library does about each (see also kallsyms_spec: kptr_restrict
+-- hides kernel addresses, which perf.kallsyms says rather than reading
+-- zeros; ring_spec: the perf_event_mlock_kb allowance, which the mmap
+-- failure names, as perf does not raise it either).
+describe("a freshly booted machine", function()
+  local perf = require "perf"
+
+  -- The cgroup v2 hierarchy (where the perf_event controller always is),
+  -- as systemd mounts it at boot: /sys/fs/cgroup or its unified/ part.
+  local function cgroup2()
+    for l in io.lines("/proc/self/mounts") do
+      local dir, kind = l:match("^%S+ (%S+) (%S+)")
+      if kind == "cgroup2" then return dir end
+    end
+  end
+
+  it("counts a cgroup of the v2 hierarchy, with no perf_event hierarchy mounted by hand", function()
+    local root = cgroup2()
+    if H.sh("id -u") ~= "0\n" or not root then
+      return pending("needs root and a cgroup2 mount")
+    end
+    local dir = ("%s/perf-lua-spec-%d"):format(root, H.PID)
+    assert(os.execute("mkdir " .. dir))
+    local events = {}
+    for _, cpu in ipairs(require("perf.capabilities").online_cpus()) do
+      events[#events + 1] = assert(perf.open("syscalls:sys_enter_openat", { cgroup = dir, cpu = cpu }))
+    end
+    for _, ev in ipairs(events) do assert(ev:enable()) end
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write("for i = 1, 7 do io.open('/dev/null'):close() end\n")
+    f:close()
+    local lua = H.lua .. " " .. script
+    assert(os.execute(("sh -c 'echo $$ > %s/cgroup.procs && exec %s'"):format(dir, lua)))
+    local n = 0
+    for _, ev in ipairs(events) do
+      assert(ev:disable())
+      n = n + ev:read()
+      ev:close()
+    end
+    os.execute("rmdir " .. dir)
+    -- the shell started before it joined: only the program it became counts
+    local theirs = assert(perf.stat({ H.lua, script }, "syscalls:sys_enter_openat"))
+    os.remove(script)
+    assert.is_true(n >= 7)
+    assert.are.equal(theirs[1], n)
+  end)
+end)
