@@ -22,10 +22,11 @@ ASAN_OBJS := $(SRCS:csrc/%.c=build-asan/%.o)
 HDRS := $(wildcard csrc/*.h)
 
 # Debian packages a fresh machine needs for the build, the tests and the demo.
-DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf
+DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
+              lua-ldoc lua-markdown tmux
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
-.PHONY: all deps test demo asan install clean check-root
+.PHONY: all deps test demo docs asan install clean check-root
 
 all: perf/core.so
 
@@ -58,6 +59,12 @@ test: deps
 demo: deps
 	$(MAKE) all
 	$(LUA) bin/perf-lua stat -e task-clock,page-faults,context-switches,syscalls:sys_enter_openat -- ls -l / >/dev/null
+
+# The HTML reference (LDoc, config.ld) in docs/: the modules' doc comments
+# and the guides in topics/.
+docs: deps
+	rm -rf docs
+	ldoc --fatalwarnings .
 
 # The whole suite against the module built with ASan+UBSan. The interpreter
 # is not instrumented, so the sanitizer runtimes are preloaded.

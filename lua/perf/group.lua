@@ -1,3 +1,6 @@
+--- Documented on the perf page.
+-- @submodule perf
+
 -- perf.group: events that count together and read with one read(2).
 --
 --   local g <close> = assert(perf.group { "task-clock", "page-faults" })
@@ -208,7 +211,26 @@ end
 
 local TARGET_KEYS = { pid = true, cpu = true, cgroup = true, flags = true }
 
---- perf.group(events [, target]) -> g | nil, message, errno
+--- Opens events as one kernel group: they count over the same time and
+-- read with one read(2) (`PERF_FORMAT_GROUP`).
+--
+-- The leader opens disabled and the members enabled, so `g:enable()`
+-- starts them all. Where the kernel refuses an inheriting group (older
+-- kernels), the events open separately and `g:notes()` says so.
+-- @param events a list of events (strings or attr tables as for
+-- `perf.open`; the first is the leader), or a `"{a,b}"` group string
+-- @tparam[opt] table target `pid`, `cpu`, `cgroup`, `flags` as for `perf.open`
+-- @treturn[1] perf.core.group the group handle
+-- @return[2] nil, message, errno when the kernel refuses a member (the
+-- message names it)
+-- @raise on misuse: not a list, `target.group`, an unknown target field
+-- @usage
+-- local g <close> = assert(perf.group { "task-clock", "page-faults" })
+-- g:enable()
+-- local t = {} for i = 1, 100 do t[i] = {} end
+-- g:disable()
+-- local r = g:read()     --> r[1], r["page-faults"], r.time_enabled, ...
+-- @function group
 function M.new(events, target)
   local ok, list, msg, errno = pcall(function()
     if target ~= nil then

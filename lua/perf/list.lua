@@ -1,3 +1,6 @@
+--- Documented on the perf page.
+-- @submodule perf
+
 -- perf.list and perf.pmus: what this machine offers.
 --
 -- perf.list([pattern]) returns every event, sorted as perf list sorts
@@ -33,7 +36,7 @@ local KIND_WORDS = {
   breakpoint = "breakpoint", tracepoint = "tracepoint",
 }
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Probing
 
 local probed = {}       -- "type:config" -> { ok, errno name }
@@ -75,7 +78,7 @@ function M.forget(fn)
   probe_fn = fn or core_probe
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Entries
 
 local Entry = {}
@@ -179,7 +182,7 @@ local function tracepoint_entries(out, filter)
   end
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Filtering and printing
 
 local glob_to_pattern = require("perf.glob").to_pattern
@@ -214,7 +217,19 @@ function List:__tostring()
   return table.concat(lines, "\n")
 end
 
--- perf.list([pattern]) -> list
+--- Every event this machine offers, sorted as perf list sorts them.
+--
+-- Each entry is `{ name, kind, description, available, aliases, why }`;
+-- `available` says whether it opens here (each event is opened once,
+-- disabled, and the answer cached; tracepoints are probed as a kind). The
+-- list prints like perf list.
+-- @string[opt] pattern a kind (`"hw"`, `"sw"`, `"cache"`, `"pmu"`,
+-- `"tracepoint"`, `"breakpoint"`, `"raw"`), a glob (`"sched:sched_*"`),
+-- or a text found in the names (any case)
+-- @treturn table the list of entries
+-- @usage
+-- for _, e in ipairs(perf.list "sw") do print(e.name, e.available) end
+-- print(perf.list "sched:sched_switch")
 function M.list(pattern)
   local filter, only = make_filter(pattern)
   local out = {}
@@ -247,7 +262,12 @@ function M.list(pattern)
   return setmetatable(kept, List)
 end
 
--- perf.pmus() -> list of { name, type, formats, events, event_info, cpumask }
+--- The PMUs of /sys/bus/event_source/devices.
+-- @treturn table a list of `{ name, type, formats = { field = "config:0-7" },
+-- events = { name = "event=0x3c,..." }, event_info = { name = { scale, unit } },
+-- cpumask }`
+-- @usage
+-- for _, p in ipairs(perf.pmus()) do print(p.name, p.type) end
 function M.pmus()
   local out = {}
   for _, p in ipairs(pmus.list()) do

@@ -1,3 +1,6 @@
+--- Documented on the perf page.
+-- @submodule perf
+
 -- perf.measure: count what one call of a function does.
 --
 --   local t, result = perf.measure({ "task-clock", "page-faults" }, fn, arg)
@@ -116,8 +119,17 @@ local function raise_at_caller(ok, ...)
   return ...
 end
 
---- perf.calibrate(events [, rounds]) -> overhead | nil, message, errno
--- The cost of an empty measure bracket for each event.
+--- The cost of an empty `perf.measure` bracket, for each event: the least
+-- count over `rounds` measures of an empty function.
+-- @param events a list of events, as for `perf.measure`
+-- @tparam[opt=10] integer rounds how many empty brackets (1..10000)
+-- @treturn[1] table overhead: `[i]` and `[name]`, to pass as the
+-- `calibrate` field of `perf.measure`'s events
+-- @return[2] nil, message, errno when the events cannot be opened
+-- @usage
+-- local over = assert(perf.calibrate { "syscalls:sys_enter_ioctl" })
+-- local t = perf.measure({ "syscalls:sys_enter_ioctl", calibrate = over }, fn)
+-- @function calibrate
 function M.calibrate(events, rounds)
   local g, msg, errno = raise_at_caller(pcall(function()
     if rounds ~= nil and not (math.type(rounds) == "integer" and rounds >= 1 and rounds <= 10000) then
@@ -178,7 +190,29 @@ local function deliver(g, over, en0, run0, ok, ...)
   return t, ...
 end
 
---- perf.measure(events, fn, ...) -> results, ... | nil, message, errno
+--- Counts what one call of a function does.
+--
+-- The events open as one group (`perf.group`), reset and enabled around a
+-- protected call of `fn(...)`. An error in fn propagates unchanged, after
+-- the group is closed. With `calibrate = true` (or a number of rounds, or
+-- a table from `perf.calibrate`) in the events list, the cost of the
+-- bracket itself is measured and subtracted (never below zero).
+-- @param events a list of events (as `perf.group` takes them), with an
+-- optional `calibrate` field
+-- @tparam function fn the function to measure
+-- @param ... its arguments
+-- @treturn[1] table results: `[i]` and `[name]` each count (scaled for
+-- multiplexing), `time_enabled`, `time_running`, `overhead`, `notes`
+-- @return[1] ... fn's results
+-- @return[2] nil, message, errno when the events cannot be opened or enabled
+-- @raise fn's error; misuse (fn not a function, a malformed event)
+-- @usage
+-- local t, n = perf.measure({ "page-faults", "syscalls:sys_enter_openat" }, function()
+--   io.open("/dev/null"):close()
+--   return 42
+-- end)
+-- print(t["syscalls:sys_enter_openat"], n)   --> 1   42
+-- @function measure
 function M.measure(events, fn, ...)
   local g, msg, errno, cal = raise_at_caller(pcall(function()
     local list, opts = split(events, "perf.measure")

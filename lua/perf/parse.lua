@@ -1,3 +1,6 @@
+--- Documented on the perf page.
+-- @submodule perf
+
 -- perf.parse: perf's event syntax to perf_event_attr tables.
 --
 -- The forms are those of `perf stat -e` that make one attr each:
@@ -37,7 +40,7 @@ local M = {}
 
 M.tonumber64 = tonumber64
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- PMU families
 
 -- PMUs whose name is `name` followed by _N, or uncore_`name`[_N]: perf's
@@ -53,7 +56,7 @@ local function pmu_family(name)
   return out
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Names
 
 local function all_symbolic_names()
@@ -161,7 +164,7 @@ local function resolve_with_terms(P, name, pos, terms)
       .. " (a PMU whose driver is a kernel module appears once the module is loaded)")
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Tracepoints
 
 local function resolve_tracepoint(P, sys, ev, pos)
@@ -191,7 +194,7 @@ local function resolve_tracepoint(P, sys, ev, pos)
   return a
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Breakpoints: mem:ADDR[/LEN][:rwx]
 
 local function parse_mem(P)
@@ -235,7 +238,7 @@ local function parse_mem(P)
   return a
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Events and groups
 
 -- Whether position i ends an event (end of string, ',' or '}' in a group).
@@ -371,11 +374,25 @@ local function parse_string(s)
   return finish(a, text)
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Entry points
 
--- perf.parse(str): an attr table, or for "{a,b}:mods" a list of attr
--- tables (with `group = true` and `name`). Raises on malformed input.
+--- Parses perf's event syntax into the attr table `perf.open` accepts.
+--
+-- Names (`"cycles"`, `"L1-dcache-load-misses"`, aliases such as `"cs"`),
+-- modifiers (`u k h G H p pp ppp I S D`...), PMU terms
+-- (`"cpu/event=0x3c,umask=0x0/"`), raw codes (`"r01c2"`), breakpoints
+-- (`"mem:0x1000/8:w"`) and tracepoints (`"sched:sched_switch"`).
+-- @string str an event string; `"{a,b}:mods"` is a group
+-- @param[opt] level (internal) the error level
+-- @treturn table the attr (or for a group, a list of attrs with
+-- `group = true` and `name`); it prints as `perf.attr { ... }`
+-- @raise on malformed input, pointing at the position, with the nearest
+-- valid name
+-- @usage
+-- local attr = perf.parse "page-faults:u"
+-- assert(attr.type == 1 and attr.exclude_kernel)
+-- @function parse
 function M.parse(str, level)
   if type(str) ~= "string" then
     error(("perf.parse: expected an event string, got %s"):format(type(str)), (level or 1) + 1)

@@ -1,3 +1,6 @@
+--- Documented on the perf page.
+-- @submodule perf
+
 -- perf.stat: run a command and count events on it and its children, as
 -- `perf stat` does.
 --
@@ -371,7 +374,32 @@ local function run(argv, events, opts)
   return r
 end
 
---- perf.stat(argv, events [, opts]) -> results | nil, message, errno
+--- Runs a command and counts events on it and its children, as `perf stat`.
+--
+-- The command is forked and waits until the counters are attached; they
+-- count from its exec (`enable_on_exec`) in it and the tasks it starts
+-- (inherit). Each event is counted on its own; a `"{a,b}"` string is a
+-- group. An event this machine cannot count (perf stat's
+-- `<not supported>`) is `false` in the results, with `supported = false`
+-- and the kernel's error in its details; the others are counted.
+-- @tparam {string,...} argv the command (argv[1] looked up in PATH)
+-- @param events a list of events (strings or attr tables, as
+-- `perf.open` takes them), or one comma-separated string
+-- @tparam[opt] table opts `inherit` (default true), `all_cpus` (as perf
+-- stat -a), `cpus` (a list or `"0-3,5"`, as -C), `interval` (ms) with
+-- `on_interval(r)` (as -I), `stdin`/`stdout`/`stderr` (a path or file)
+-- @treturn[1] table results: `results[i]` and `results[name]` the counts
+-- (scaled for multiplexing), `events[i]` the details (`name`, `value`,
+-- `raw`, `time_enabled`, `time_running`, `fraction`, `unit`, `supported`,
+-- `cpus`), `status` (exit code or signal name), `signal`, `elapsed`,
+-- `user`, `sys` (ns), `notes`
+-- @return[2] nil, message, errno when no event can be counted (the
+-- command is not run) or the command cannot run (`ENOENT`: not in PATH)
+-- @raise on misuse: an empty argv, a malformed event, an unknown option
+-- @usage
+-- local r = assert(perf.stat({ "ls", "/" }, { "task-clock", "syscalls:sys_enter_openat" }))
+-- print(r["syscalls:sys_enter_openat"], r.status, r.elapsed)
+-- @function stat
 function M.stat(argv, events, opts)
   local ok, list = pcall(check_args, argv, events, opts)
   if not ok then error(require("perf").strip_position(list), 2) end

@@ -1,3 +1,6 @@
+--- Documented on the perf page.
+-- @submodule perf
+
 -- perf.uprobe: count or sample the calls (or returns) of a function in a
 -- binary or library, through the uprobe PMU.
 --
@@ -163,7 +166,25 @@ function M.attr(perf, binary, where, opts)
   return attr, target
 end
 
--- perf.uprobe(binary, symbol_or_offset [, opts]) -> ev | nil, msg, errno
+--- Counts or samples the calls (or returns) of a function in a binary or
+-- library, through the uprobe PMU (needs CAP_PERFMON or root).
+--
+-- A symbol is placed with the ELF symbol tables (`perf.elf`);
+-- `"sym+0x10"` adds an offset. Hits are sampled one by one
+-- (`sample_period = 1`) unless the attr says otherwise.
+-- @string binary a path, or a name looked up among the files mapped into
+-- this process (`"libc.so.6"`, `"libc"`), then in PATH
+-- @param where a symbol name (string) or a file offset (integer)
+-- @tparam[opt] table opts `ret` (probe returns), `ref_ctr_offset` (an
+-- SDT semaphore), target fields and attr fields
+-- @treturn[1] perf.core.event the event
+-- @return[2] nil, message, errno when the binary or symbol is not found,
+-- or the kernel refuses
+-- @usage
+-- local ev <close> = assert(perf.uprobe("libc.so.6", "getenv"))
+-- ev:enable() os.getenv("HOME") ev:disable()
+-- print(ev:read())                                 --> 1 ...
+-- @function uprobe
 function M.uprobe(perf, binary, where, opts)
   local attr, target, errno = M.attr(perf, binary, where, opts)
   if not attr then return nil, target, errno end

@@ -1,3 +1,6 @@
+--- Documented on the perf page.
+-- @submodule perf
+
 -- perf.watch: hardware breakpoints on data and code.
 --
 --   local ev = perf.watch("getenv")                -- calls of a C function
@@ -92,7 +95,25 @@ function M.attr(perf, where, opts)
   return attr, target
 end
 
--- perf.watch(where [, opts]) -> ev | nil, message, errno
+--- A hardware breakpoint on data or code (a watchpoint).
+--
+-- Watchpoints count user-space accesses (`exclude_kernel` and `exclude_hv`
+-- default to true) and sample every hit (`sample_period = 1`).
+-- @param where an integer address, a C symbol name (dlsym; a string is
+-- always a symbol name: watch a string's bytes with `perf.addressof(s)`),
+-- or a userdata (its block)
+-- @tparam[opt] table opts `mode` (`"r"`, `"w"`, `"rw"`, `"x"`; default
+-- `"x"` for a symbol, `"rw"` otherwise), `len` (1, 2, 4, 8), `library`
+-- (where to look the symbol up), target fields and attr fields
+-- @treturn[1] perf.core.event the event (disabled, like every event)
+-- @return[2] nil, message, errno when the symbol is not found or the
+-- kernel refuses (`ENOSPC`: every breakpoint slot is taken)
+-- @raise on misuse: a bad mode or length
+-- @usage
+-- local ev <close> = assert(perf.watch("getenv"))   -- calls of getenv
+-- ev:enable() os.getenv("HOME") ev:disable()
+-- print(ev:read())                                 --> 1 ...
+-- @function watch
 function M.watch(perf, where, opts)
   local attr, target, errno = M.attr(perf, where, opts)
   if not attr then return nil, target, errno end
