@@ -1,20 +1,53 @@
 /*
-** core.c: luaopen_perf_core, the only exported symbol.
+** core.c: luaopen_perf_core, the only exported symbol, and the only file
+** that registers: each file below adds its part to the module table (and
+** its methods to the handles' metatables), in an order where every
+** metatable exists before a file extends it.
 */
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include "perf_core.h"
+#include "record_push.h"
 
 PL_API int luaopen_perf_core(lua_State *L);
 
+/* Pins this library in memory: it installs an atfork hook and signal
+** handlers, which must not outlive its code when Lua closes the state. */
+static const char library_anchor = 0;   /* an address inside this library */
+
+static void pin_library(void) {
+  Dl_info info;
+  if (dladdr(&library_anchor, &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+/* Process-wide setup, once whatever the number of Lua states. */
+static void setup_process(void) {
+  static int once;
+  if (once) return;
+  once = 1;
+  pin_library();
+  pl_self_refresh();
+  pthread_atfork(NULL, NULL, pl_self_refresh);
+}
+
 int luaopen_perf_core(lua_State *L) {
+  setup_process();
   lua_newtable(L);
   pl_open_attr(L);
-  pl_open_event(L);
+  pl_open_event(L);       /* perf.event: first, the others extend it */
   pl_open_group(L);
   pl_open_spawn(L);
   pl_open_util(L);
   pl_open_mount(L);
   pl_open_consts(L);
-  pl_open_ring(L);
+  pl_record_push_init(L);
+  pl_open_ring(L);        /* perf.ring: before the files that read rings */
+  pl_open_ring_iter(L);
+  pl_open_decode(L);
+  pl_open_signal(L);
+  pl_open_userpage(L);
   lua_pushliteral(L, "0.1");
   lua_setfield(L, -2, "version");
   return 1;

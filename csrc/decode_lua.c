@@ -63,7 +63,7 @@ static uint64_t opt_bits(lua_State *L, int idx, const char *k,
 
 static void check_layout(lua_State *L, int idx, pl_layout *l) {
   memset(l, 0, sizeof *l);
-  pl_event *ev = pl_to_event(L, idx);
+  pl_event *ev = pl_test_event(L, idx);
   if (ev) {
     pl_layout_from_event(ev, l);
     return;

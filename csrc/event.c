@@ -24,7 +24,7 @@ static const pl_name open_flag_names[] = {
   {NULL, 0}
 };
 
-pl_event *pl_to_event(lua_State *L, int idx) {
+pl_event *pl_test_event(lua_State *L, int idx) {
   return (pl_event *)luaL_testudata(L, idx, PL_EVENT_MT);
 }
 
@@ -101,7 +101,7 @@ int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
   ev->attr.size = a.size;
   ev->pid = pid;
   ev->cpu = cpu;
-  ev->owner = getpid();
+  ev->owner = pl_self();
   ev->enabled = !PL_HAS(&ev->attr, PL_FLAG_DISABLED) &&
                 !PL_HAS(&ev->attr, PL_FLAG_ENABLE_ON_EXEC);
   if (ioctl(fd, PERF_EVENT_IOC_ID, &ev->id) != 0) ev->id = 0;
@@ -151,7 +151,7 @@ static int l_open(lua_State *L) {
     if (lua_getfield(L, 2, "flags") != LUA_TNIL)
       flags = (unsigned long)pl_checkbits(L, -1, open_flag_names, "target field 'flags'");
     if (lua_getfield(L, 2, "group") != LUA_TNIL) {
-      if (!pl_to_event(L, -1))
+      if (!pl_test_event(L, -1))
         return luaL_error(L, "target field 'group': perf.event expected, got %s",
                           luaL_typename(L, -1));
       leader = lua_gettop(L);
@@ -554,6 +554,16 @@ static const luaL_Reg metamethods[] = {
   {"__index", NULL},
   {NULL, NULL}
 };
+
+void pl_event_ext(lua_State *L, int evidx) {
+  evidx = lua_absindex(L, evidx);
+  if (lua_getiuservalue(L, evidx, 3) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, evidx, 3);
+  }
+}
 
 void pl_add_methods(lua_State *L, const char *metatable, const luaL_Reg *m) {
   luaL_getmetatable(L, metatable);

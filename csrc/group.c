@@ -7,7 +7,7 @@
 ** them alive; the struct also caches pointers to their blocks for the read
 ** path, valid because a userdata never moves and the list holds it.
 **
-** Its user values are listed in group.h; reading is group_read.c's.
+** Its user values are listed in group_read.h; reading is group_read.c's.
 **
 ** Enabling. The kernel schedules a group as a unit when its leader is
 ** enabled, taking the members that are enabled at that moment. A member
@@ -23,7 +23,7 @@
 ** __index is a table of the methods and the members, so g[i] and g:read
 ** are plain table lookups: an __index function would cost about a third of
 ** what g:read may add to the read(2) itself. The copies carry a private
-** tag that pl_test_group looks for.
+** tag (pl_group_tag) that pl_test_group looks for.
 **
 ** "Separate" groups are events read one by one, used where the kernel
 ** refuses a real group (see group.lua); the same methods apply.
@@ -33,39 +33,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "group.h"
+#include "group_read.h"
 
 /* Room for entries of members joined to the leader from outside the group. */
 #define PL_GROUP_SLACK 8
-
-static const char group_tag = 0;   /* its address marks group metatables */
-
-/* The perf.group at idx, or NULL. */
-static pl_group *to_group(lua_State *L, int idx) {
-  pl_group *g = NULL;
-  if (lua_getmetatable(L, idx)) {
-    if (lua_rawgetp(L, -1, &group_tag) == LUA_TBOOLEAN)
-      g = (pl_group *)lua_touserdata(L, idx);
-    lua_pop(L, 2);
-  }
-  return g;
-}
-
-pl_group *pl_test_group(lua_State *L, int idx) {
-  pl_group *g = to_group(L, idx);
-  if (!g) luaL_typeerror(L, idx, PL_GROUP_MT);
-  return g;
-}
-
-pl_group *pl_check_group(lua_State *L, int idx) {
-  pl_group *g = pl_test_group(L, idx);
-  if (!g->open) luaL_error(L, "attempt to use a closed perf group");
-  return g;
-}
-
-int pl_group_fail(lua_State *L, int err, const char *method, const char *hint) {
-  return pl_fail(L, err, lua_pushfstring(L, "g:%s", method), hint);
-}
 
 /* ---- switching ---- */
 
@@ -152,7 +123,7 @@ static void close_event(pl_event *ev) {
 /* g:close(): every member, the leader last (so no member is ever promoted
 ** to a single event in between). Idempotent. */
 static int g_close(lua_State *L) {
-  pl_group *g = pl_test_group(L, 1);
+  pl_group *g = pl_to_group(L, 1);
   int i;
   if (g->open) {
     g->open = 0;
@@ -166,19 +137,19 @@ static int g_close(lua_State *L) {
 ** when it is collected, and one still referenced elsewhere must keep
 ** working. A dropped group's members are collected with it. */
 static int g_gc(lua_State *L) {
-  pl_group *g = to_group(L, 1);
+  pl_group *g = pl_test_group(L, 1);
   if (g) g->open = 0;
   return 0;
 }
 
 static int g_len(lua_State *L) {
-  pl_group *g = pl_test_group(L, 1);
+  pl_group *g = pl_to_group(L, 1);
   lua_pushinteger(L, g->n);
   return 1;
 }
 
 static int g_tostring(lua_State *L) {
-  pl_group *g = pl_test_group(L, 1);
+  pl_group *g = pl_to_group(L, 1);
   luaL_Buffer b;
   int i, ok;
   if (!g->open) {
@@ -242,7 +213,7 @@ static void push_metatable(lua_State *L, int list, int n, int u, int keys) {
   lua_pushliteral(L, PL_GROUP_MT);
   lua_setfield(L, -2, "__name");
   lua_pushboolean(L, 1);
-  lua_rawsetp(L, -2, &group_tag);
+  lua_rawsetp(L, -2, &pl_group_tag);
   lua_createtable(L, n, (int)(sizeof methods / sizeof *methods));
   luaL_setfuncs(L, methods, 0);
   pl_group_push_readers(L, u, keys, n, lua_gettop(L));
@@ -302,7 +273,7 @@ static int l_group(lua_State *L) {
   for (i = 1; i <= n; i++) {
     pl_event *ev;
     lua_rawgeti(L, 1, i);
-    ev = pl_to_event(L, -1);
+    ev = pl_test_event(L, -1);
     if (!ev) return luaL_error(L, "group member %d: perf.event expected, got %s",
                                (int)i, luaL_typename(L, -1));
     if (ev->fd < 0) return luaL_error(L, "group member %d: attempt to use a closed perf event", (int)i);
@@ -346,7 +317,7 @@ static int l_group(lua_State *L) {
   g->buf = cap > PL_STACK_WORDS ? g->ids + n : NULL;
   for (i = 1; i <= n; i++) {
     lua_rawgeti(L, 4, i);
-    g->ev[i - 1] = pl_to_event(L, -1);
+    g->ev[i - 1] = pl_test_event(L, -1);
     g->ids[i - 1] = g->ev[i - 1]->id;
     lua_pop(L, 1);
   }
@@ -360,7 +331,7 @@ static int l_group(lua_State *L) {
 
 /* perf.core.is_group(v) -> true when v is a perf.group */
 static int l_is_group(lua_State *L) {
-  lua_pushboolean(L, to_group(L, 1) != NULL);
+  lua_pushboolean(L, pl_test_group(L, 1) != NULL);
   return 1;
 }
 
@@ -371,7 +342,7 @@ void pl_open_group(lua_State *L) {
   luaL_newlib(L, methods);
   lua_setfield(L, -2, "__index");
   lua_pushboolean(L, 1);
-  lua_rawsetp(L, -2, &group_tag);
+  lua_rawsetp(L, -2, &pl_group_tag);
   lua_pop(L, 1);
   lua_pushcfunction(L, l_group);
   lua_setfield(L, -2, "group");

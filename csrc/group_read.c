@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "counter_read.h"
-#include "group.h"
+#include "group_read.h"
 
 /* The functions between the read(2) and the Lua VM are inlined into the
 ** reader: each return the kernel's own calls have left unpredictable costs
@@ -40,6 +40,36 @@
 
 /* Groups up to this many members get a generated reader. */
 #define PL_FAST_MEMBERS 64
+
+/* ---- the handle ---- */
+
+const char pl_group_tag = 0;   /* its address marks group metatables */
+
+pl_group *pl_test_group(lua_State *L, int idx) {
+  pl_group *g = NULL;
+  if (lua_getmetatable(L, idx)) {
+    if (lua_rawgetp(L, -1, &pl_group_tag) == LUA_TBOOLEAN)
+      g = (pl_group *)lua_touserdata(L, idx);
+    lua_pop(L, 2);
+  }
+  return g;
+}
+
+pl_group *pl_to_group(lua_State *L, int idx) {
+  pl_group *g = pl_test_group(L, idx);
+  if (!g) luaL_typeerror(L, idx, PL_GROUP_MT);
+  return g;
+}
+
+pl_group *pl_check_group(lua_State *L, int idx) {
+  pl_group *g = pl_to_group(L, idx);
+  if (!g->open) luaL_error(L, "attempt to use a closed perf group");
+  return g;
+}
+
+int pl_group_fail(lua_State *L, int err, const char *method, const char *hint) {
+  return pl_fail(L, err, lua_pushfstring(L, "g:%s", method), hint);
+}
 
 /* ---- decoding ---- */
 
@@ -225,7 +255,7 @@ static int do_read(lua_State *L, int scaled) {
     g = (pl_group *)lua_touserdata(L, 1);
     keys = lua_upvalueindex(2);
   } else {
-    g = pl_test_group(L, 1);
+    g = pl_to_group(L, 1);
     keys = 0;
   }
   if (!g->open) return closed_error(L, 1);

@@ -82,8 +82,9 @@ const char *pl_open_hint(int err, const struct pl_attr *a, pid_t pid, int cpu,
                          int group_fd, char *buf, size_t len);
 
 /* ---- events (event.c) ---- */
+/* As lauxlib's accessors: test returns NULL, check raises. */
 pl_event *pl_check_event(lua_State *L, int idx);   /* open event or raise */
-pl_event *pl_to_event(lua_State *L, int idx);      /* perf.event or NULL */
+pl_event *pl_test_event(lua_State *L, int idx);    /* perf.event or NULL */
 /* Opens *attr and pushes a new perf.event, or pushes nil, msg, errno.
 ** `leader` is the stack index of a perf.event to join (0 for none); `name`
 ** names the event in messages. Returns the number of values pushed. */
@@ -98,7 +99,22 @@ void pl_add_methods(lua_State *L, const char *metatable, const luaL_Reg *methods
 int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
                   uint64_t *running, uint64_t *lost);
 
-/* ---- the module's parts, each adding to the table on top ---- */
+/* Pushes the event's extension table, event uv3, made on first use: the
+** files that extend events keep their per-event Lua values there, each
+** under its own key ("ring", "userpage", "sigslot"). */
+void pl_event_ext(lua_State *L, int evidx);
+
+/* ---- the process (process.c) ---- */
+/* The process id as of now (core.c keeps it current across fork). */
+pid_t pl_self(void);
+void pl_self_refresh(void);
+
+/* ---- overflow signals (signal.c) ---- */
+/* 1 if an overflow signal with POLL_HUP arrived for fd. */
+int pl_signal_exhausted(int fd);
+
+/* ---- the module's parts, each adding to the table on top; core.c alone
+** calls them ---- */
 void pl_open_attr(lua_State *L);
 void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
@@ -106,15 +122,11 @@ void pl_open_mount(lua_State *L);
 void pl_open_consts(lua_State *L);
 void pl_open_group(lua_State *L);
 void pl_open_spawn(lua_State *L);
-
-/* ---- ring buffer, signals, userpage (ring.c and its neighbours) ---- */
-/* Pushes the event's extension table, event uv3, made on first use: the
-** files that extend events keep their per-event Lua values there, each
-** under its own key ("ring", "userpage", "sigslot"). */
-void pl_event_ext(lua_State *L, int evidx);
-/* Adds ev:mmap, the perf.ring type, perf.core.decode/stream/merge,
-** ev:notify/overflows and ev:userpage/userread. */
-void pl_open_ring(lua_State *L);
+void pl_open_ring(lua_State *L);        /* ev:mmap, perf.ring, perf.core.poll */
+void pl_open_ring_iter(lua_State *L);   /* the record iterators */
+void pl_open_decode(lua_State *L);      /* perf.core.decode/stream */
+void pl_open_signal(lua_State *L);      /* ev:notify/overflows */
+void pl_open_userpage(lua_State *L);    /* ev:userpage/userread */
 
 #pragma GCC visibility pop
 

@@ -7,10 +7,8 @@
 ** values, and only then is data_tail stored with release ordering, so the
 ** kernel never overwrites a record that is still being read.
 */
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +19,11 @@
 
 #include "ring.h"
 
-/* ---- the process id, kept current across fork ---- */
-
-static pid_t self_pid;
-
-static void after_fork_child(void) {
-  self_pid = getpid();
-}
-
-pid_t pl_self(void) {
-  return self_pid;
-}
-
 /* ---- the handle ---- */
+
+pl_ring *pl_test_ring(lua_State *L, int idx) {
+  return (pl_ring *)luaL_testudata(L, idx, PL_RING_MT);
+}
 
 pl_ring *pl_to_ring(lua_State *L, int idx) {
   return (pl_ring *)luaL_checkudata(L, idx, PL_RING_MT);
@@ -140,21 +130,12 @@ static void ring_add_layout(lua_State *L, pl_ring *r, const pl_layout *l) {
   r->set = set;
 }
 
-/* ---- the event's extension table (event uv3) ---- */
-
-void pl_event_ext(lua_State *L, int evidx) {
-  evidx = lua_absindex(L, evidx);
-  if (lua_getiuservalue(L, evidx, 3) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setiuservalue(L, evidx, 3);
-  }
-}
+/* ---- the event's ring (in the event's extension table) ---- */
 
 /* The event's ring is held weakly (ext.ring[1]), so a ring the program
-** drops can be collected: the event does not keep it alive. */
-void pl_event_set_ring(lua_State *L, int evidx, int ringidx) {
+** drops can be collected: the event does not keep it alive. A header-only
+** ring is also held strongly, as ext.userpage, by pl_ring_map. */
+static void event_set_ring(lua_State *L, int evidx, int ringidx) {
   ringidx = lua_absindex(L, ringidx);
   pl_event_ext(L, evidx);
   if (lua_getfield(L, -1, "ring") != LUA_TTABLE) {
@@ -206,6 +187,9 @@ static long read_sysctl(const char *path) {
 
 static const char *mmap_hint(int err, const pl_event *ev, size_t pages,
                              char *buf, size_t len) {
+  if (pages == 0)      /* the header page alone, for ev:userpage() */
+    return err == EINVAL ? "an inherited per-task event on cpu -1 cannot be "
+           "mapped; nor can an event whose output is redirected" : NULL;
   switch (err) {
   case EINVAL:
     if (PL_HAS(&ev->attr, PL_FLAG_INHERIT) && ev->cpu == -1)
@@ -234,26 +218,21 @@ static const char *mmap_hint(int err, const pl_event *ev, size_t pages,
   return NULL;
 }
 
-static int ev_mmap(lua_State *L) {
-  pl_event *ev = pl_check_event(L, 1);
-  lua_Integer pages = luaL_optinteger(L, 2, 8);
-  if (pages < 1 || (pages & (pages - 1)) != 0 || pages > (1 << 24))
-    return luaL_argerror(L, 2, lua_pushfstring(L,
-        "pages must be a power of two (1, 2, 4, 8, ...), got %I; the ring "
-        "maps one more page for its header", pages));
+int pl_ring_map(lua_State *L, int evidx, size_t pages) {
+  evidx = lua_absindex(L, evidx);
+  pl_event *ev = pl_check_event(L, evidx);
   if (ev->owner != pl_self())
     return luaL_error(L, "cannot map an event in a forked child");
 
   /* one ring per event: a second consumer would corrupt data_tail */
-  if (pl_event_ring(L, 1))
+  pl_ring *old = pl_event_ring(L, evidx);
+  if (old && old->pages > 0)
     return luaL_error(L, "this event already has a ring buffer (%s); "
                       "close it first", luaL_tolstring(L, -1, NULL));
+  /* the header-only ring would pin the mapping's size: it gives way, and
+  ** the new ring's header page serves self-monitoring from now on */
+  if (old) ring_release(old);
   lua_pop(L, 1);
-  /* a mapping made for ev:userpage() would pin the size: drop it */
-  pl_event_ext(L, 1);
-  if (lua_getfield(L, -1, "userpage") == LUA_TUSERDATA)
-    pl_userpage_unmap(L, -1);
-  lua_pop(L, 2);
 
   uint64_t id;
   int err = event_id(ev, &id);
@@ -270,35 +249,53 @@ static int ev_mmap(lua_State *L) {
 
   r->backward = (int)PL_HAS(&ev->attr, PL_FLAG_WRITE_BACKWARD);
   size_t psz = page_size();
-  size_t len = ((size_t)pages + 1) * psz;
-  /* read-only is overwrite mode: the kernel ignores data_tail */
-  int prot = PROT_READ | (r->backward ? 0 : PROT_WRITE);
+  size_t len = (pages + 1) * psz;
+  /* read-only is overwrite mode: the kernel ignores data_tail (a header
+  ** page alone is only read) */
+  int prot = PROT_READ | (r->backward || pages == 0 ? 0 : PROT_WRITE);
   void *p = mmap(NULL, len, prot, MAP_SHARED, ev->fd, 0);
   if (p == MAP_FAILED) {
     err = errno;
     char buf[320];
-    const char *hint = mmap_hint(err, ev, (size_t)pages, buf, sizeof buf);
+    const char *hint = mmap_hint(err, ev, pages, buf, sizeof buf);
     char what[64];
-    snprintf(what, sizeof what, "mmap %lld pages", (long long)pages);
+    if (pages == 0) snprintf(what, sizeof what, "userpage: mmap");
+    else snprintf(what, sizeof what, "mmap %zu pages", pages);
     return pl_fail(L, err, what, hint);
   }
   r->base = p;
   r->maplen = len;
   r->meta = p;
-  r->pages = (size_t)pages;
+  r->pages = pages;
   /* data_offset/data_size are set by kernels since 4.1; fall back to the
   ** page after the header */
   uint64_t off = r->meta->data_offset ? r->meta->data_offset : psz;
   uint64_t size = r->meta->data_size ? r->meta->data_size : (uint64_t)pages * psz;
   r->rb.data = (unsigned char *)p + off;
-  r->rb.size = size;
+  r->rb.size = pages ? size : 0;
   r->ev = ev;
   r->owner = pl_self();
 
-  lua_pushvalue(L, 1);
+  lua_pushvalue(L, evidx);
   lua_setiuservalue(L, -2, 1);
-  pl_event_set_ring(L, 1, -1);
+  event_set_ring(L, evidx, -1);
+  if (pages == 0) {
+    pl_event_ext(L, evidx);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "userpage");
+    lua_pop(L, 1);
+  }
   return 1;
+}
+
+static int ev_mmap(lua_State *L) {
+  pl_check_event(L, 1);
+  lua_Integer pages = luaL_optinteger(L, 2, 8);
+  if (pages < 1 || (pages & (pages - 1)) != 0 || pages > (1 << 24))
+    return luaL_argerror(L, 2, lua_pushfstring(L,
+        "pages must be a power of two (1, 2, 4, 8, ...), got %I; the ring "
+        "maps one more page for its header", pages));
+  return pl_ring_map(L, 1, (size_t)pages);
 }
 
 /* ---- perf.core.stream(bytes, layout...) ---- */
@@ -526,7 +523,7 @@ static int kernel_lost(lua_State *L, pl_ring *r, uint64_t *sum) {
   *sum = 0;
   int n = 0;
   if (lua_getiuservalue(L, 1, 1) == LUA_TUSERDATA) {
-    pl_event *ev = pl_to_event(L, -1);
+    pl_event *ev = pl_test_event(L, -1);
     if (!ev || ev->fd < 0 || !(ev->attr.read_format & PERF_FORMAT_LOST)) {
       lua_pop(L, 1);
       return 0;
@@ -541,7 +538,7 @@ static int kernel_lost(lua_State *L, pl_ring *r, uint64_t *sum) {
     lua_Integer k = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; i <= k; i++) {
       lua_rawgeti(L, -1, i);
-      pl_event *ev = pl_to_event(L, -1);
+      pl_event *ev = pl_test_event(L, -1);
       uint64_t v, e, run, lost;
       if (!ev || ev->fd < 0 || !(ev->attr.read_format & PERF_FORMAT_LOST) ||
           pl_event_read(ev, &v, &e, &run, &lost) != 0) {
@@ -625,22 +622,7 @@ static const luaL_Reg event_methods[] = {
 };
 
 
-/* Pins this library in memory: it installs an atfork hook and signal
-** handlers, which must not outlive its code when Lua closes the state. */
-static void pin_library(void) {
-  Dl_info info;
-  if (dladdr(&self_pid, &info) && info.dli_fname)
-    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
 void pl_open_ring(lua_State *L) {
-  static int once;
-  if (!once) {
-    once = 1;
-    pin_library();
-    self_pid = getpid();
-    pthread_atfork(NULL, NULL, after_fork_child);
-  }
   if (luaL_newmetatable(L, PL_RING_MT)) {
     luaL_setfuncs(L, ring_meta, 0);
     luaL_newlib(L, ring_methods);
@@ -648,11 +630,6 @@ void pl_open_ring(lua_State *L) {
   }
   lua_pop(L, 1);
   pl_add_methods(L, PL_EVENT_MT, event_methods);
-  pl_record_push_init(L);
-  pl_open_ring_iter(L);
-  pl_open_decode(L);
   lua_pushcfunction(L, l_poll);
   lua_setfield(L, -2, "poll");
-  pl_open_signal(L);
-  pl_open_userpage(L);
 }

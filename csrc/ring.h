@@ -48,13 +48,12 @@ static inline int pl_ring_fd(const pl_ring *r) {
   return r->ev ? r->ev->fd : -1;
 }
 
-/* The process id as of now (kept current across fork by an atfork hook). */
-pid_t pl_self(void);
-
 /* The open ring at idx, or raise (closed, wrong type, forked child). */
 pl_ring *pl_check_ring(lua_State *L, int idx);
 /* The ring at idx (open or not) or raise on a wrong type. */
 pl_ring *pl_to_ring(lua_State *L, int idx);
+/* The ring at idx (open or not), or NULL. */
+pl_ring *pl_test_ring(lua_State *L, int idx);
 
 /* data_head, loaded with acquire ordering (the uapi header asks for an
 ** smp_rmb() after reading it). */
@@ -81,10 +80,16 @@ int pl_ring_read(lua_State *L, pl_ring *r, uint64_t head, pl_record *rec,
                  int *status, const char **why);
 void pl_ring_consume(pl_ring *r, const pl_record *rec);
 
-/* Records the ring at ringidx as the event's (weakly held). */
-void pl_event_set_ring(lua_State *L, int evidx, int ringidx);
-/* The event's open ring, pushed (or nil pushed and NULL returned). */
+/* The event's open ring, pushed (or nil pushed and NULL returned): the
+** ring the program mapped, or the header-only one pl_ring_map made. */
 pl_ring *pl_event_ring(lua_State *L, int evidx);
+
+/* Maps the event at evidx with `pages` data pages (0: the header page
+** alone, for self-monitoring) and pushes the new perf.ring, or pushes
+** nil, msg, errno. Returns the number of values pushed. A header-only
+** ring of the event gives way to the new one (the kernel accepts one
+** size of mapping per event); any other ring of the event raises. */
+int pl_ring_map(lua_State *L, int evidx, size_t pages);
 
 /* Pushes a perf.ring reading a private copy of the string at bytes_idx,
 ** decoded with the n layouts. */
@@ -94,17 +99,6 @@ int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
 /* The decoding layout of an open event: its sample_type, read_format,
 ** register masks, sample_id_all and id. */
 void pl_layout_from_event(const pl_event *ev, pl_layout *l);
-
-/* Unmaps the userpage handle at idx (userpage.c). */
-void pl_userpage_unmap(lua_State *L, int idx);
-
-/* 1 if an overflow signal with POLL_HUP arrived for fd (signal.c). */
-int pl_signal_exhausted(int fd);
-
-void pl_open_ring_iter(lua_State *L);
-void pl_open_decode(lua_State *L);
-void pl_open_signal(lua_State *L);
-void pl_open_userpage(lua_State *L);
 
 #pragma GCC visibility pop
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
-#include "ring.h"
+#include "perf_core.h"
 
 #define PL_SIGSLOTS 256
 #define PL_SIGSLOT_MT "perf.sigslot"

@@ -4,10 +4,10 @@
 **   ev:userpage() -> table     its fields, read under the page's seqlock
 **   ev:userread() -> value, time_enabled, time_running, "rdpmc" | "read"
 **
-** The page is the first page of the event's ring when it has one; else a
-** one-page mapping (no data area) is made and kept in the event's
-** extension table. ev:mmap drops that mapping first, since the kernel
-** refuses a second mapping of another size.
+** The page is the header page of the event's ring: the one the program
+** mapped with ev:mmap, or else a ring of no data pages made here (as
+** libperf's mmap serves its self-read), which ev:mmap replaces with the
+** program's ring since the kernel accepts one size of mapping per event.
 **
 ** userread follows the recipe in include/uapi/linux/perf_event.h: under
 ** the seqlock, take offset + rdpmc(index - 1) sign-extended from
@@ -15,72 +15,27 @@
 ** cap_user_time says how. When cap_user_rdpmc is clear or index is 0 (a
 ** software event, or not scheduled), it reads with read(2) instead.
 */
-#include <errno.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "ring.h"
 
-#define PL_USERPAGE_MT "perf.userpage"
-
-typedef struct userpage {
-  void *base;                   /* one page, PROT_READ; NULL once unmapped */
-  size_t len;
-} userpage;
-
-static int up_gc(lua_State *L) {
-  userpage *u = luaL_checkudata(L, 1, PL_USERPAGE_MT);
-  if (u->base) munmap(u->base, u->len);
-  u->base = NULL;
-  return 0;
-}
-
-void pl_userpage_unmap(lua_State *L, int idx) {
-  userpage *u = luaL_checkudata(L, idx, PL_USERPAGE_MT);
-  if (u->base) munmap(u->base, u->len);
-  u->base = NULL;
-}
-
-/* The event's header page, mapping one if needed; NULL after pushing
-** nil, msg, errno (3 values) on failure. Leaves the stack as it was
-** otherwise. */
+/* The event's header page, mapping a header-only ring if needed; NULL
+** after pushing nil, msg, errno (3 values) on failure. Leaves the stack as
+** it was otherwise (the event keeps its ring alive). */
 static volatile struct perf_event_mmap_page *page_of(lua_State *L, int evidx,
                                                      int *nret) {
-  pl_event *ev = pl_check_event(L, evidx);
-  volatile struct perf_event_mmap_page *pg = NULL;
+  int top = lua_gettop(L);
+  pl_check_event(L, evidx);
   pl_ring *r = pl_event_ring(L, evidx);
-  if (r) pg = r->meta;
-  lua_pop(L, 1);
-  pl_event_ext(L, evidx);
-  int ext = lua_gettop(L);
-  if (!pg && lua_getfield(L, ext, "userpage") == LUA_TUSERDATA) {
-    userpage *u = luaL_checkudata(L, -1, PL_USERPAGE_MT);
-    pg = u->base;
-  }
-  lua_settop(L, ext);
-  if (!pg) {
-    userpage *u = lua_newuserdatauv(L, sizeof *u, 0);
-    u->base = NULL;
-    luaL_setmetatable(L, PL_USERPAGE_MT);
-    long ps = sysconf(_SC_PAGESIZE);
-    u->len = ps > 0 ? (size_t)ps : 4096;
-    void *p = mmap(NULL, u->len, PROT_READ, MAP_SHARED, ev->fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      lua_settop(L, ext - 1);
-      *nret = pl_fail(L, err, "userpage: mmap",
-                      err == EINVAL ? "an inherited per-task event on cpu -1 "
-                      "cannot be mapped; nor can an event whose output is "
-                      "redirected" : NULL);
+  lua_settop(L, top);
+  if (!r) {
+    int n = pl_ring_map(L, evidx, 0);
+    if (n != 1) {
+      *nret = n;
       return NULL;
     }
-    u->base = p;
-    lua_setfield(L, ext, "userpage");
-    pg = p;
+    r = pl_to_ring(L, -1);
+    lua_settop(L, top);
   }
-  lua_settop(L, ext - 1);
-  return pg;
+  return r->meta;
 }
 
 #define BARRIER() __atomic_signal_fence(__ATOMIC_SEQ_CST)
@@ -229,10 +184,5 @@ static const luaL_Reg event_methods[] = {
 };
 
 void pl_open_userpage(lua_State *L) {
-  if (luaL_newmetatable(L, PL_USERPAGE_MT)) {
-    lua_pushcfunction(L, up_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
   pl_add_methods(L, PL_EVENT_MT, event_methods);
 }

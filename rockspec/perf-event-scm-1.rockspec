@@ -34,6 +34,7 @@ build = {
         "csrc/group.c",
         "csrc/group_read.c",
         "csrc/mount.c",
+        "csrc/process.c",
         "csrc/record_push.c",
         "csrc/ring.c",
         "csrc/ring_iter.c",

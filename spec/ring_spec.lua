@@ -590,28 +590,6 @@ describe("refusals and lifecycle", function()
   end)
 end)
 
-describe("ev:userpage", function()
-  it("reads the header page under its seqlock", function()
-    local ev = assert(perf.open { type = "software", config = 1 })      -- task-clock
-    local pg = assert(ev:userpage())
-    assert.equal(0, pg.index)
-    assert.is_false(pg.cap_user_rdpmc)
-    assert.equal("integer", math.type(pg.time_enabled))
-    ev:enable()
-    local x = 0
-    for i = 1, 1e5 do x = x + i end
-    local v, en, run, how = ev:userread()
-    ev:disable()
-    assert.equal("read", how)
-    assert.is_true(v > 0 and en > 0 and run > 0)
-    -- the one-page mapping gives way to a ring, whose page then serves
-    local rb = assert(ev:mmap(1))
-    assert.equal(0, ev:userpage().index)
-    rb:close()
-    ev:close()
-  end)
-end)
-
 describe("perf.core.merge", function()
   it("interleaves rings by time", function()
     local core = perf.core

@@ -1,6 +1,6 @@
 /*
-** group.h: the perf.group handle, shared by group.c (building, switching,
-** lifecycle) and group_read.c (reading).
+** group_read.h: the perf.group handle and its reading (group_read.c),
+** under group.c (building, switching, lifecycle, registration).
 **
 ** A group's user values:
 **   uv1 = list of member events (member 1 is the leader)
@@ -9,8 +9,8 @@
 **         keys[n + 1], keys[n + 2] = "time_enabled", "time_running"
 **   uv3 = notes: strings saying what the library did differently than asked
 */
-#ifndef PERF_GROUP_H
-#define PERF_GROUP_H
+#ifndef PERF_GROUP_READ_H
+#define PERF_GROUP_READ_H
 
 #include "perf_core.h"
 
@@ -32,8 +32,14 @@ typedef struct pl_group {
   uint64_t *buf;        /* read buffer past PL_STACK_WORDS, in this block */
 } pl_group;
 
-/* The perf.group at idx or raise (test: closed ones too; check: open only). */
+/* Group metatables (the prototype and each group's own copy) hold
+** t[&pl_group_tag] = true. */
+extern const char pl_group_tag;
+
+/* The perf.group at idx, as lauxlib's accessors: test returns NULL, to
+** raises on another type, check raises on a closed group too. */
 pl_group *pl_test_group(lua_State *L, int idx);
+pl_group *pl_to_group(lua_State *L, int idx);
 pl_group *pl_check_group(lua_State *L, int idx);
 
 /* Pushes nil, "g:<method>: ...", err; returns 3. */
