@@ -41,9 +41,15 @@ function H.load_fixture(name, extra)
   return assert(package.loadlib(so, "luaopen_" .. name))(), dir
 end
 
+-- The tracefs directory, as the library finds it (mounting tracefs on a
+-- freshly booted machine): specs never rely on an earlier run's mount.
+function H.tracefs()
+  return assert(require("perf.tracefs").path())
+end
+
 -- The tracepoint id from tracefs, without going through the parser.
 function H.tracepoint_id(sys, name)
-  local f = assert(io.open(("/sys/kernel/tracing/events/%s/%s/id"):format(sys, name)))
+  local f = assert(io.open(("%s/events/%s/%s/id"):format(H.tracefs(), sys, name)))
   local id = math.tointeger(f:read("n"))
   f:close()
   return id

@@ -6,14 +6,14 @@ local pmu = require "perf.pmu"
 local events = require "perf.events"
 
 local function H_id()
-  local f = io.open("/sys/kernel/tracing/events/sched/sched_switch/id")
+  local f = io.open(H.tracefs() .. "/events/sched/sched_switch/id")
   local id = f and math.tointeger(tonumber(f:read("a")))
   if f then f:close() end
   return id
 end
 
 local function tp_id(sys, ev)
-  local f = io.open(("/sys/kernel/tracing/events/%s/%s/id"):format(sys, ev))
+  local f = io.open(("%s/events/%s/%s/id"):format(H.tracefs(), sys, ev))
   if not f then return nil end
   local id = math.tointeger(tonumber(f:read("a")))
   f:close()

@@ -31,7 +31,7 @@ end
 -- bytes of the tracepoint's entry (the raw sample carries it, padded),
 -- from its tracefs format file
 local function entry_size(sys, name)
-  local f = assert(io.open(("/sys/kernel/tracing/events/%s/%s/format"):format(sys, name)))
+  local f = assert(io.open(("%s/events/%s/%s/format"):format(H.tracefs(), sys, name)))
   local size = 0
   for off, sz in f:read("a"):gmatch("offset:(%d+);%s*size:(%d+);") do
     size = math.max(size, tonumber(off) + tonumber(sz))
