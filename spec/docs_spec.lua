@@ -139,7 +139,7 @@ end
 
 local function documents()
   local list = { "README.md" }
-  for _, name in ipairs(core.listdir("topics")) do
+  for _, name in ipairs(core.listdir("topics") or {}) do
     if name:match("%.md$") then list[#list + 1] = "topics/" .. name end
   end
   table.sort(list)
