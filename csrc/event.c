@@ -93,6 +93,11 @@ int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
     err = errno;
     if (arg == big) memcpy(&a, big, sizeof a);   /* E2BIG writes back size */
     pl_open_hint(err, &a, pid, cpu, group_fd, hint, sizeof hint);
+    if (err == EBADF && (flags & PERF_FLAG_PID_CGROUP) && group_fd == -1)
+      snprintf(hint, sizeof hint, "the cgroup directory is not in a hierarchy with "
+               "the perf_event controller: give a directory of the cgroup v2 "
+               "hierarchy (mount -t cgroup2) or of a v1 hierarchy mounted with "
+               "-o perf_event");
     lua_pop(L, 1);
     return pl_fail(L, err, lua_pushfstring(L, "perf.open \"%s\"", name), hint);
   }
@@ -123,6 +128,19 @@ static const char *default_name(lua_State *L, const struct pl_attr *a) {
 
 static const char *const target_keys[] = {"pid", "cpu", "group", "cgroup", "flags"};
 
+/* The integer on top of the stack, target field `key`; raises naming it. */
+static lua_Integer target_integer(lua_State *L, const char *key, const char *means) {
+  int isint;
+  lua_Integer v = lua_tointegerx(L, -1, &isint);
+  if (!isint)
+    luaL_error(L, "target field '%s': an integer expected (%s), got %s%s%s%s", key,
+               means, luaL_typename(L, -1),
+               lua_type(L, -1) == LUA_TSTRING ? " \"" : "",
+               lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "",
+               lua_type(L, -1) == LUA_TSTRING ? "\"" : "");
+  return v;
+}
+
 /* perf.core.open(attr [, target [, name]]) -> ev | nil, msg, errno */
 static int l_open(lua_State *L) {
   struct pl_attr a;
@@ -146,8 +164,10 @@ static int l_open(lua_State *L) {
       }
       lua_pop(L, 1);
     }
-    if (lua_getfield(L, 2, "pid") != LUA_TNIL) pid = luaL_checkinteger(L, -1);
-    if (lua_getfield(L, 2, "cpu") != LUA_TNIL) cpu = luaL_checkinteger(L, -1);
+    if (lua_getfield(L, 2, "pid") != LUA_TNIL)
+      pid = target_integer(L, "pid", "a thread id, 0 for this thread, -1 for any");
+    if (lua_getfield(L, 2, "cpu") != LUA_TNIL)
+      cpu = target_integer(L, "cpu", "a CPU number, -1 for any");
     if (lua_getfield(L, 2, "flags") != LUA_TNIL)
       flags = (unsigned long)pl_checkbits(L, -1, open_flag_names, "target field 'flags'");
     if (lua_getfield(L, 2, "group") != LUA_TNIL) {
@@ -364,22 +384,6 @@ static int l_period(lua_State *L) {
   return 1;
 }
 
-/* ev:set_output(other | nil): send this event's records to other's ring */
-static int l_set_output(lua_State *L) {
-  pl_event *ev = pl_check_event(L, 1);
-  long target = -1;     /* the kernel compares the whole argument with -1 */
-  if (!lua_isnoneornil(L, 2)) target = pl_check_event(L, 2)->fd;
-  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, target) != 0) {
-    int err = errno;
-    return fail(L, err, "ev:set_output", err == EINVAL && target == ev->fd ?
-                "an event cannot send its records to itself" : err == EINVAL ?
-                "the target must be mapped (ev:mmap) and on the same cpu, or the same task for cpu -1" :
-                err == EBUSY ? "this event already has its own ring mapped" : NULL);
-  }
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
 /* ev:set_filter(text): a tracepoint filter (or address filter for AUX) */
 static int l_set_filter(lua_State *L) {
   pl_event *ev = pl_check_event(L, 1);
@@ -541,7 +545,7 @@ static const luaL_Reg methods[] = {
   {"read", l_read}, {"scaled", l_scaled},
   {"enable", l_enable}, {"disable", l_disable}, {"reset", l_reset},
   {"refresh", l_refresh}, {"period", l_period},
-  {"set_output", l_set_output}, {"set_filter", l_set_filter},
+  {"set_filter", l_set_filter},
   {"id", l_id}, {"set_bpf", l_set_bpf}, {"pause_output", l_pause_output},
   {"query_bpf", l_query_bpf}, {"modify_attributes", l_modify_attributes},
   {"attr", l_attr}, {"name", l_name}, {"fileno", l_fileno},

@@ -314,6 +314,7 @@ static void push_sample(pusher *P, const pl_record *r) {
   if (st & PL_S_TIME) put_int(P, K_time, s->time);
   if (st & PL_S_ADDR) put_int(P, K_addr, s->addr);
   if (st & PL_S_ID) put_int(P, K_id, s->id);
+  else if (st & PL_S_IDENTIFIER) put_int(P, K_id, s->identifier);  /* the same id */
   if (st & PL_S_STREAM_ID) put_int(P, K_stream_id, s->stream_id);
   if (st & PL_S_CPU) put_int(P, K_cpu, s->cpu);
   if (st & PL_S_PERIOD) put_int(P, K_period, s->period);

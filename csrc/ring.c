@@ -328,38 +328,96 @@ int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
   return 1;
 }
 
-/* ---- rb:attach(ev) ---- */
+/* ---- rb:attach(ev) and ev:set_output(other) ---- */
 
-static int rb_attach(lua_State *L) {
-  pl_ring *r = pl_check_ring(L, 1);
-  pl_event *ev = pl_check_event(L, 2);
+/* 1 if the event at evidx is attached to the ring at ringidx already. */
+static int attached(lua_State *L, int ringidx, int evidx) {
+  int found = 0;
+  if (lua_getiuservalue(L, ringidx, 2) == LUA_TTABLE) {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    for (lua_Integer i = 1; i <= n && !found; i++) {
+      lua_rawgeti(L, -1, i);
+      found = lua_rawequal(L, -1, evidx);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return found;
+}
+
+/* Sends the records of the event at evidx to the ring at ringidx and
+** decodes them there by id. `what` and the hint name the failed ioctl. */
+static int attach(lua_State *L, int ringidx, int evidx, const char *what,
+                  const char *einval_hint) {
+  ringidx = lua_absindex(L, ringidx);
+  evidx = lua_absindex(L, evidx);
+  pl_ring *r = pl_check_ring(L, ringidx);
+  pl_event *ev = pl_check_event(L, evidx);
   if (!r->ev) return luaL_error(L, "this ring is not mapped from an event");
   if (r->ev->fd < 0) return luaL_error(L, "the ring's event is closed");
-  if (ev == r->ev) return luaL_argerror(L, 2, "the ring's own event");
+  if (ev == r->ev) return luaL_argerror(L, evidx, "the ring's own event");
   uint64_t id;
   int err = event_id(ev, &id);
   if (err) return pl_fail(L, err, "attach: PERF_EVENT_IOC_ID", NULL);
-  pl_layout l;
-  pl_layout_from_event(ev, &l);
+  int known = attached(L, ringidx, evidx);
   size_t before = r->nlayouts;
-  ring_add_layout(L, r, &l);       /* raises if ids could not be told apart */
+  if (!known) {
+    pl_layout l;
+    pl_layout_from_event(ev, &l);
+    ring_add_layout(L, r, &l);     /* raises if ids could not be told apart */
+  }
   if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, r->ev->fd) < 0) {
     err = errno;
     r->nlayouts = before;
     const char *why;
     pl_layouts_init(&r->set, r->layouts, r->nlayouts, &why);
-    return pl_fail(L, err, "attach: PERF_EVENT_IOC_SET_OUTPUT",
-                   err == EINVAL ? "both events must be on the same CPU (or "
-                   "the same task when cpu is -1) and use the same clock" : NULL);
+    return pl_fail(L, err, what, err == EINVAL ? einval_hint : NULL);
   }
-  if (lua_getiuservalue(L, 1, 2) != LUA_TTABLE) {
+  if (!known) {
+    if (lua_getiuservalue(L, ringidx, 2) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setiuservalue(L, ringidx, 2);
+    }
+    lua_pushvalue(L, evidx);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
     lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setiuservalue(L, 1, 2);
   }
-  lua_pushvalue(L, 2);
-  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int rb_attach(lua_State *L) {
+  return attach(L, 1, 2, "attach: PERF_EVENT_IOC_SET_OUTPUT",
+                "both events must be on the same CPU (or the same task when "
+                "cpu is -1) and use the same clock");
+}
+
+/* ev:set_output(other | nil): send this event's records to other's ring.
+** When other has a ring mapped here, that ring decodes them by id, as
+** rb:attach does; the ioctl alone otherwise. */
+static int ev_set_output(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  long target = -1;     /* the kernel compares the whole argument with -1 */
+  lua_settop(L, 2);
+  lua_getiuservalue(L, 1, 1);
+  const char *what = lua_pushfstring(L, "ev:set_output \"%s\"", lua_tostring(L, -1));
+  if (!lua_isnil(L, 2)) {
+    pl_event *to = pl_check_event(L, 2);
+    target = to->fd;
+    if (to != ev && pl_event_ring(L, 2))
+      return attach(L, -1, 1, what, "both events must be on the same cpu, or "
+                    "the same task for cpu -1, and use the same clock");
+    lua_pop(L, 1);
+  }
+  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, target) != 0) {
+    int err = errno;
+    return pl_fail(L, err, what, err == EINVAL && target == ev->fd ?
+                "an event cannot send its records to itself" : err == EINVAL ?
+                "the target must be mapped (ev:mmap) and on the same cpu, or the same task for cpu -1" :
+                err == EBUSY ? "this event already has its own ring mapped" : NULL);
+  }
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -618,6 +676,7 @@ static const luaL_Reg ring_meta[] = {
 
 static const luaL_Reg event_methods[] = {
   { "mmap", ev_mmap },
+  { "set_output", ev_set_output },
   { NULL, NULL }
 };
 

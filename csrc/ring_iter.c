@@ -119,7 +119,7 @@ static void push_field(lua_State *L, int f, const pl_record *r) {
   case F_tid: v = s->tid; break;
   case F_time: v = s->time; break;
   case F_addr: v = s->addr; break;
-  case F_id: v = s->id; break;
+  case F_id: v = (r->layout->sample_type & PL_S_ID) ? s->id : s->identifier; break;
   case F_stream_id: v = s->stream_id; break;
   case F_cpu: v = s->cpu; break;
   case F_period: v = s->period; break;
@@ -313,10 +313,18 @@ static void check_fields(lua_State *L, pl_iter *it, int first,
   if (top < first) luaL_error(L, "samples: name at least one field");
   if (top - first + 1 > MAX_FIELDS) luaL_error(L, "samples: at most %d fields", MAX_FIELDS);
   for (int i = first; i <= top; i++) {
-    int f = luaL_checkoption(L, i, NULL, field_names);
+    const char *name = luaL_checkstring(L, i);
+    int f = 0;
+    while (field_names[f] && strcmp(field_names[f], name)) f++;
+    if (!field_names[f]) {
+      const char *near = pl_nearest(name, field_names, F_COUNT);
+      luaL_error(L, "samples: no sample field '%s'%s%s%s", name,
+                 *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
+    }
     for (size_t k = 0; k < nrings; k++)
       for (size_t j = 0; j < rings[k]->nlayouts; j++)
-        if ((rings[k]->layouts[j].sample_type & field_bits[f]) != field_bits[f])
+        if ((rings[k]->layouts[j].sample_type & field_bits[f]) != field_bits[f] &&
+            !(f == F_id && (rings[k]->layouts[j].sample_type & PL_S_IDENTIFIER)))
           luaL_error(L, "samples: field '%s' is not in the sample_type of "
                      "every event writing here", field_names[f]);
     it->fields[it->nfields++] = (unsigned char)f;

@@ -143,6 +143,16 @@ describe("misuse raises", function()
       "target field 'pid': out of range")
     assert.has_error(function() perf.open(42) end,
       "perf.open: event expected (a string or a table), got number")
+    assert.has_error(function() perf.open("task-clock", { pid = "me" }) end,
+      "target field 'pid': an integer expected (a thread id, 0 for this thread, -1 for any), got string \"me\"")
+    assert.has_error(function() perf.open("task-clock", { cpu = 0.5 }) end,
+      "target field 'cpu': an integer expected (a CPU number, -1 for any), got number")
+  end)
+
+  it("a directory that is no perf_event cgroup gets a hint", function()
+    local msg, errno = shape(perf.open("task-clock", { cgroup = "/tmp", cpu = 0 }))
+    assert.are.equal(9, errno)
+    assert.matches("not in a hierarchy with the perf_event controller", msg, 1, true)
   end)
 
   it("a bad cgroup path is an environment failure", function()

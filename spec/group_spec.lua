@@ -504,3 +504,24 @@ describe("perf.group with event strings", function()
     assert.has_error(function() perf.group "{task-clock" end)
   end)
 end)
+
+describe("perf.group unprivileged", function()
+  it("counts user space only where kernel-mode counting is refused, and says so (child as nobody)", function()
+    if perf.capabilities().paranoid < 2 then
+      return pending("perf_event_paranoid < 2 lets nobody count kernel mode")
+    end
+    local out, why = H.run_as_nobody([[
+      local perf = require "perf"
+      local g = assert(perf.group { "task-clock", "page-faults" })
+      assert(g:enable())
+      local s = string.rep("x", 1 << 20)
+      assert(g:disable())
+      local t = g:read()
+      print(t["task-clock"] > 0, t["page-faults"] > 0, g[1]:attr().exclude_kernel, #g:notes())
+      print(g:notes()[2])
+    ]])
+    if not out then return pending(why) end
+    assert.are.equal("true\ttrue\ttrue\t2\npage-faults: kernel-mode counting is not permitted here "
+      .. "(perf_event_paranoid); counting user space only\n", out)
+  end)
+end)

@@ -141,6 +141,24 @@ describe("modify_attributes", function()
     assert.are.equal(1, (ev:read()))
   end)
 
+  it("takes the names perf.open takes", function()
+    local s = string.rep("w", 16)
+    local ev <close> = assert(perf.open { type = "breakpoint", bp_type = "rw",
+      bp_addr = perf.addressof(s), bp_len = 1 })
+    assert.is_true(ev:modify_attributes { type = "breakpoint", bp_type = "w",
+      bp_addr = perf.addressof(s) + 1 })
+    assert.are.equal(2, ev:attr().bp_type)
+    assert.are.equal(perf.addressof(s) + 1, ev:attr().bp_addr)
+    -- a config name is resolved, and then the kernel answers
+    local sw <close> = assert(perf.open "task-clock")
+    local msg, errno = shape(sw:modify_attributes { config = "cpu-clock" })
+    assert.are.equal(22, errno)
+    assert.matches("only breakpoint events can be modified", msg)
+    shape(sw:modify_attributes { type = "software", config = "page-faults" })
+    assert.has_error(function() sw:modify_attributes { config = "cpu-clok" } end,
+      "ev:modify_attributes: no software event 'cpu-clok' (did you mean cpu-clock?)")
+  end)
+
   it("is refused for other events", function()
     local ev <close> = assert(perf.open { type = "software", config = 1 })
     local msg = shape(ev:modify_attributes { sample_period = 3 })

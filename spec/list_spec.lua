@@ -102,6 +102,12 @@ describe("perf.list", function()
     assert.equal(table.concat(theirs, "\n"), ours)
   end)
 
+  it("says so when nothing matches", function()
+    local l = perf.list "nosuchthing"
+    assert.equal(0, #l)
+    assert.equal('perf.list: no event matches "nosuchthing"', tostring(l))
+  end)
+
   it("marks what does not open, with the reason", function()
     if caps.pmu then return pending("this machine has a hardware PMU") end
     assert.equal("  cpu-cycles OR cycles                               [Hardware event] (not available here: ENOENT)",

@@ -411,28 +411,44 @@ describe("set_output", function()
     a:close() b:close()
   end)
 
-  it("flags records of an event redirected behind its back", function()
+  it("decodes the records of an event redirected with set_output, by id", function()
     local a = tp({ "identifier", "tid" })
     local b = assert(perf.open { type = "tracepoint", config = CLOSE, sample_period = 1,
                                  sample_type = { "identifier", "raw" } })
     local rb = assert(a:mmap(2))
-    assert(b:set_output(a))
+    assert.is_true(b:set_output(a))
+    assert.is_true(b:set_output(a))                -- again: still one layout
     a:enable() b:enable()
     opens(2)
     a:disable() b:disable()
-    local good, flagged = 0, 0
+    local n = { [a:id()] = 0, [b:id()] = 0 }
     for rec in rb:records() do
-      if rec.error then
-        flagged = flagged + 1
-        assert.matches("record id matches no event of this ring %(add events with rb:attach%)", rec.error)
-        assert.equal(b:id(), string.unpack("<i8", rec.raw, 9))
+      assert.is_nil(rec.error)
+      assert.equal(rec.identifier, rec.id)         -- the kernel's name, and the alias
+      n[rec.id] = n[rec.id] + 1
+      if rec.id == b:id() then
+        assert.equal(CLOSE, string.unpack("<I2", rec.raw))
+        assert.is_nil(rec.tid)
       else
-        good = good + 1
-        assert.equal(a:id(), rec.identifier)
+        assert.equal(PID, rec.tid)
       end
     end
-    assert.same({ 2, 2 }, { good, flagged })
+    assert.same({ 2, 2 }, { n[a:id()], n[b:id()] })
+    -- the id is a sample field too
+    a:enable() b:enable()
+    opens(1)
+    a:disable() b:disable()
+    local ids = {}
+    for id in rb:samples("id") do ids[#ids + 1] = id end
+    table.sort(ids)
+    assert.same({ math.min(a:id(), b:id()), math.max(a:id(), b:id()) }, ids)
     a:close() b:close()
+  end)
+
+  it("suggests a sample field for a misspelt one", function()
+    local a <close> = tp({ "ip" })
+    local rb <close> = assert(a:mmap(1))
+    assert.has_error(function() rb:samples("ipp") end, "samples: no sample field 'ipp' (did you mean 'ip'?)")
   end)
 
   it("refuses to attach an event it could not tell apart", function()

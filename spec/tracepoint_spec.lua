@@ -86,6 +86,16 @@ describe("perf.tracepoint formats", function()
     end
   end)
 
+  it("suggests the nearest tracepoint for a misspelt one", function()
+    if not tracefs then return pending("no tracefs") end
+    local msg, errno = H.fails(perf.tracepoint "sched:sched_swich")
+    assert.equal(2, errno)
+    assert.equal("perf.tracepoint sched:sched_swich: no tracepoint sched:sched_swich "
+      .. "(did you mean sched_switch?)", msg)
+    msg = H.fails(perf.tracepoint "shced:sched_switch")
+    assert.matches("no tracepoint shced:sched_switch %(did you mean sched[ ?]", msg)
+  end)
+
   it("return nil, message, errno where tracefs cannot be read (unprivileged child)", function()
     if not sh("stat -c %a " .. H.tracefs()):match("^%d%d0") then
       return pending("tracefs is readable by others here")

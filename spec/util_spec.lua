@@ -112,3 +112,34 @@ describe("perf.capabilities", function()
     assert.are_not.equal("changed", perf.capabilities().pmu)
   end)
 end)
+
+describe("perf.capabilities probes", function()
+  local H = require "helpers"
+
+  it("read_lost as an unprivileged user: probed in user space (child as nobody)", function()
+    local out, why = H.run_as_nobody([[
+      local caps = require("perf").capabilities()
+      print(caps.read_lost, caps.why.read_lost)
+    ]])
+    if not out then return pending(why) end
+    assert.are.equal("true\tnil\n", out)
+  end)
+
+  it("the first perf.open probes only what it needs (one perf_event_open more)", function()
+    -- a child counts its own perf_event_open calls: the counting event
+    -- comes from the core (which probes nothing), then perf.open opens
+    -- task-clock, which needs to know whether read_format lost is readable
+    local out = H.run_lua([[
+      local core = require "perf.core"
+      local f = io.open("/sys/kernel/tracing/events/syscalls/sys_enter_perf_event_open/id")
+      local id = math.tointeger(f:read("n")) f:close()
+      local calls = assert(core.open({ type = 2, config = id, disabled = false }, nil, "calls"))
+      local perf = require "perf"
+      local ev = assert(perf.open "task-clock")
+      print((calls:read()))
+      ev = assert(perf.open "page-faults")
+      print((calls:read()))
+    ]])
+    assert.are.equal("2\n3\n", out)
+  end)
+end)

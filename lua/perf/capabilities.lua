@@ -33,7 +33,31 @@ end
 local function probe(attr)
   local ev, _, errno = core.open(attr, nil, "probe")
   if ev then ev:close() return true end
-  return false, core.errno_name(errno)
+  return false, core.errno_name(errno), errno
+end
+
+local EACCES, EPERM = 13, 1
+
+-- PERF_FORMAT_LOST, probed alone and once: perf.open asks for it on its
+-- first event, and must not pay for the whole probe. The dummy event
+-- counts in user space only, so paranoid settings do not hide the answer;
+-- a refusal for permission is told apart from an old kernel.
+local read_lost, read_lost_why
+function M.read_lost()
+  if read_lost == nil then
+    local ok, name, errno = probe { type = "software", config = 9, disabled = true,
+      exclude_kernel = true, exclude_hv = true, read_format = { "lost" } }
+    read_lost = ok
+    if ok then
+      read_lost_why = nil
+    elseif errno == EACCES or errno == EPERM then
+      read_lost_why = ("could not be probed: opening an event gives %s (permission: "
+        .. "perf_event_paranoid, seccomp or a container)"):format(name)
+    else
+      read_lost_why = ("PERF_FORMAT_LOST needs Linux 6.0 (the probe gives %s)"):format(name)
+    end
+  end
+  return read_lost, read_lost_why
 end
 
 -- Hardware breakpoint slots: open read/write watchpoints on one byte until
@@ -93,9 +117,7 @@ local function probe_all()
   t.uprobes = exists("/sys/bus/event_source/devices/uprobe/type")
   if not t.uprobes then why.uprobes = "the kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)" end
 
-  t.read_lost = probe { type = "software", config = 9, disabled = true,
-                        read_format = { "lost" } }
-  if not t.read_lost then why.read_lost = "PERF_FORMAT_LOST needs Linux 6.0" end
+  t.read_lost, why.read_lost = M.read_lost()
   t.why = why
   return t
 end

@@ -39,7 +39,7 @@ end
 local lost_supported
 local function lost_bit()
   if lost_supported == nil then
-    lost_supported = require("perf.capabilities").get().read_lost and FORMAT.lost or 0
+    lost_supported = require("perf.capabilities").read_lost() and FORMAT.lost or 0
   end
   return lost_supported
 end
@@ -254,9 +254,10 @@ function M.new(events, target)
   if not ok then error(strip(list), 2) end
   if not list then return nil, msg, errno end
   local g
-  ok, g, msg, errno = pcall(M.open_list, list, target)
+  ok, g, msg, errno = pcall(M.open_list, list, target, { user_fallback = true })
   if not ok then error(strip(g), 2) end
-  return g, msg, errno
+  if not g then return nil, msg, errno end
+  return g
 end
 
 return M

@@ -80,7 +80,7 @@ local default_read_format
 local function read_format()
   if not default_read_format then
     default_read_format = { "total_time_enabled", "total_time_running", "id" }
-    if capabilities.get().read_lost then
+    if capabilities.read_lost() then
       default_read_format[#default_read_format + 1] = "lost"
     end
   end
@@ -219,7 +219,25 @@ function perf.open(spec, target)
   local ev, msg, errno
   ok, ev, msg, errno = pcall(core.open, attr, target_of(target), name)
   if not ok then error(strip(ev), 2) end
-  return ev, msg, errno
+  if not ev then return nil, msg, errno end
+  return ev
+end
+
+-- ev:modify_attributes takes the names perf.open takes: the core wants
+-- kernel terms, so type and config names are resolved here first.
+do
+  local methods = core.event_methods
+  local modify = methods.modify_attributes
+  methods.modify_attributes = function(ev, fields)
+    local current = ev:attr().type               -- raises on a closed event
+    local ok, a = pcall(require("perf.parse").fields, fields, current)
+    if not ok then error("ev:modify_attributes: " .. strip(a), 2) end
+    local done, msg, errno
+    ok, done, msg, errno = pcall(modify, ev, a)
+    if not ok then error(strip(done), 2) end
+    if not done then return nil, msg, errno end
+    return done
+  end
 end
 
 --- A count scaled for multiplexing, as `perf.core.scale`:
@@ -261,6 +279,7 @@ local lazy = {
   scale = function() return core.scale end,
   cpus = function() return require "perf.cpus" end,
   kallsyms = function() return require "perf.kallsyms" end,
+  elf = function() return require "perf.elf" end,
 }
 
 return setmetatable(perf, {

@@ -212,6 +212,10 @@ local List = {}
 List.__index = List
 
 function List:__tostring()
+  if #self == 0 then
+    return self.pattern and ("perf.list: no event matches %q"):format(self.pattern)
+      or "perf.list: no events"
+  end
   local lines = {}
   for _, e in ipairs(self) do lines[#lines + 1] = tostring(e) end
   return table.concat(lines, "\n")
@@ -259,6 +263,7 @@ function M.list(pattern)
     if ka ~= kb then return ka < kb end
     return a.name < b.name
   end)
+  kept.pattern = pattern
   return setmetatable(kept, List)
 end
 

@@ -68,7 +68,9 @@ end
 local function open(specs, who)
   local list, msg, errno = group.resolve(specs, who)
   if not list then return nil, msg, errno end
-  return group.open_list(M.counting(list))
+  -- kernel-mode counting refused (perf_event_paranoid): user space only,
+  -- as perf stat retries, with a note in the results
+  return group.open_list(M.counting(list), nil, { user_fallback = true })
 end
 
 -- The counted bracket: the same code for fn and for the empty function.

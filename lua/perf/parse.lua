@@ -486,6 +486,33 @@ local attr_conflicts = {
   sample_period = { "sample_freq" },
 }
 
+-- parse.fields(fields, current_type): the attr fields ev:modify_attributes
+-- was given, in kernel terms, with the names perf.open takes: `type` and
+-- `config` by name (config resolved against `type`, or else against the
+-- event's current type), bp_type "w", ... Returns a new table holding the
+-- fields given (and what a config name sets with them, e.g. its type).
+function M.fields(fields, current_type)
+  return guarded(2, false, function()
+    if type(fields) ~= "table" then
+      misuse(("attr fields expected (a table), got %s"):format(type(fields)))
+    end
+    local a = {}
+    for k, v in pairs(fields) do a[k] = v end
+    local p
+    if a.type ~= nil then a.type, p = resolve_type(a.type) end
+    if type(a.config) == "string" then
+      local t = a.type
+      a.type = a.type or current_type
+      local r = resolve_config(a, a.config, p)
+      a.type, a.config = t, nil
+      for k, v in pairs(r) do
+        if k ~= "name" and (fields[k] == nil or k == "config") then a[k] = v end
+      end
+    end
+    return a
+  end)
+end
+
 -- parse.spec(spec): what perf.open and perf.group call. `spec` is a perf
 -- syntax string, or a table of attr fields whose optional [1] is such a
 -- string that the other fields refine; `type` and `config` may be names.

@@ -406,7 +406,8 @@ function M.stat(argv, events, opts)
   local r, msg, errno
   ok, r, msg, errno = pcall(run, argv, list, opts or {})
   if not ok then error(require("perf").strip_position(r), 2) end
-  return r, msg, errno
+  if not r then return nil, msg, errno end
+  return r
 end
 
 return M

@@ -61,6 +61,17 @@ function M.id(sys, event)
   return id
 end
 
+-- "; did you mean ..." for a tracepoint name that does not exist: the
+-- nearest events of its subsystem, or the nearest subsystems.
+function M.near_miss(sys, event)
+  local nearest = require "perf.nearest"
+  local systems = M.systems()
+  for _, s in ipairs(systems) do
+    if s == sys then return nearest.hint(event, M.events(sys)) end
+  end
+  return nearest.hint(sys, systems)
+end
+
 -- Tracepoint subsystems, sorted.
 function M.systems()
   local dir = M.path()
@@ -340,7 +351,10 @@ function M.get(name)
   end
   if objects[name] then return objects[name] end
   local id, err, code = M.id(sys, ev)
-  if not id then return nil, "perf.tracepoint " .. name .. ": " .. err, code end
+  if not id then
+    if code == 2 and M.path() then err = err .. M.near_miss(sys, ev) end
+    return nil, "perf.tracepoint " .. name .. ": " .. err, code
+  end
   local dir = M.path()
   local text = fs.read(("%s/events/%s/%s/format"):format(dir, sys, ev))
   if not text then

@@ -40,6 +40,15 @@ function cli.help(name)
   return table.concat(lines, "\n") .. "\n"
 end
 
+-- The library's advice names Lua calls; on the command line, the command
+-- that does the same: perf.list("x") -> perf-lua list 'x'.
+function cli.as_command(msg)
+  return (msg:gsub('perf%.list%(("?)(.-)%1%)', function(_, pattern)
+    if pattern == "" then return "perf-lua list" end
+    return "perf-lua list '" .. pattern .. "'"
+  end))
+end
+
 -- With no message: the command's help on standard output, exit 0.
 -- With one: the message and the usage lines on standard error, exit 129,
 -- as perf's option parser does.
@@ -53,7 +62,7 @@ function cli.usage(name, msg)
     if line:match("^%s+perf%-lua " .. name) then lines[#lines + 1] = line end
   end
   io.stderr:write(("perf-lua %s: %s\n\n usage:%s\n\nSee 'perf-lua %s --help'.\n")
-    :format(name, msg, table.concat(lines, "\n       "):gsub("^%s+", " "), name))
+    :format(name, cli.as_command(msg), table.concat(lines, "\n       "):gsub("^%s+", " "), name))
   os.exit(129)
 end
 
