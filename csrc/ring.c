@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +70,10 @@ static uint64_t ring_pending(const pl_ring *r) {
   return pl_ring_head(r) - pl_ring_tail(r);
 }
 
+static int kernel_lost(lua_State *L, pl_ring *r, uint64_t *sum);
+
+/* Shows the loss rb:lost() knows: the kernel's count (PERF_FORMAT_LOST)
+** where every event writing here has it, else the PERF_RECORD_LOST sum. */
 static int rb_tostring(lua_State *L) {
   pl_ring *r = pl_to_ring(L, 1);
   if (!r->base) {
@@ -82,11 +87,14 @@ static int rb_tostring(lua_State *L) {
   if (!r->ev)
     lua_pushfstring(L, "perf.ring (%d bytes, %d pending)", (int)r->rb.size,
                     (int)ring_pending(r));
-  else
+  else {
+    uint64_t lost = r->lost, k;
+    if (pl_ring_fd(r) >= 0 && kernel_lost(L, r, &k) && k > lost) lost = k;
     lua_pushfstring(L, "perf.ring \"%s\" (fd %d, %d pages%s, %I bytes pending, %I lost)",
                     name, pl_ring_fd(r), (int)r->pages,
                     r->backward ? ", overwrite" : "",
-                    (lua_Integer)ring_pending(r), (lua_Integer)r->lost);
+                    (lua_Integer)ring_pending(r), (lua_Integer)lost);
+  }
   return 1;
 }
 
@@ -185,6 +193,22 @@ static long read_sysctl(const char *path) {
   return v;
 }
 
+/* A "Field:   N kB" line of /proc/self/status, in KiB, or -1. */
+static long status_kb(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  size_t n = strlen(field);
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n)) {
+      if (sscanf(line + n, "%ld", &v) != 1) v = -1;
+      break;
+    }
+  fclose(f);
+  return v;
+}
+
 static const char *mmap_hint(int err, const pl_event *ev, size_t pages,
                              char *buf, size_t len) {
   if (pages == 0)      /* the header page alone, for ev:userpage() */
@@ -199,14 +223,29 @@ static const char *mmap_hint(int err, const pl_event *ev, size_t pages,
     return "the event's output is redirected elsewhere (set_output), or it is "
            "already mapped with another size";
   case EPERM: {
+    /* perf_mmap (kernel/events/core.c): pages up to perf_event_mlock_kb
+    ** per CPU are charged to the user; past that, to the process's pinned
+    ** pages (VmPin), which RLIMIT_MEMLOCK bounds. */
     long kb = read_sysctl("/proc/sys/kernel/perf_event_mlock_kb");
-    size_t fit = 1;
-    if (kb > 0)
-      while ((fit * 2 + 1) * page_size() <= (size_t)kb * 1024) fit *= 2;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long pin_kb = status_kb("VmPin:");
+    size_t psz = page_size(), fit = 0;
+    struct rlimit rl;
+    uint64_t user = kb > 0 ? (uint64_t)kb * 1024 / psz * (uint64_t)(cpus > 0 ? cpus : 1) : 0;
+    uint64_t rlim = 0, pinned = pin_kb > 0 ? (uint64_t)pin_kb * 1024 / psz : 0, avail;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      rlim = (uint64_t)rl.rlim_cur / psz;
+    /* pinned pages mean the user's share is used up already */
+    avail = pinned ? (rlim > pinned ? rlim - pinned : 0) : user + rlim;
+    while ((fit ? fit * 2 : 1) + 1 <= avail) fit = fit ? fit * 2 : 1;
     snprintf(buf, len, "%zu data pages exceed the locked-memory allowance "
-             "(perf_event_mlock_kb = %ld KiB per user, plus RLIMIT_MEMLOCK): "
-             "use at most %zu pages, or raise /proc/sys/kernel/perf_event_mlock_kb",
-             pages, kb, fit);
+             "(perf_event_mlock_kb = %ld KiB per CPU for the user, %lu pages on "
+             "%ld CPUs; then RLIMIT_MEMLOCK = %lu pages for the process, %lu "
+             "pinned already): %s%zu pages, or raise ulimit -l or "
+             "/proc/sys/kernel/perf_event_mlock_kb",
+             pages, kb, (unsigned long)user, cpus, (unsigned long)rlim,
+             (unsigned long)pinned, fit ? "use at most " : "unmap other rings, ",
+             fit);
     return buf;
   }
   case ENOMEM:

@@ -80,6 +80,27 @@ describe("ev:mmap", function()
     ev:close()
   end)
 
+  it("counts RLIMIT_MEMLOCK and what is pinned in what it says fits (unprivileged child)", function()
+    local out, why = H.run_as_nobody([[
+      local perf = require "perf"
+      local function open()
+        return assert(perf.open { type = "software", config = 1, sample_period = 100000,
+                                  exclude_kernel = true, exclude_hv = true })
+      end
+      local keep = assert(open():mmap(1024))      -- past the user's share: pinned
+      local ev = open()
+      local rb, msg = ev:mmap(2048)
+      local fit = math.tointeger(tonumber(msg:match("use at most (%d+) pages")))
+      print(rb, fit)
+      local ok = assert(ev:mmap(fit))              -- what it says fits, fits
+      ok:close()
+      print(ev:mmap(2 * fit) == nil)               -- and twice that does not
+      keep:close()
+    ]], "ulimit -l 8192;")
+    if not out then return pending(why) end
+    assert.matches("^nil\t%d+\ntrue\n$", out)
+  end)
+
   it("says what fits under the locked-memory limit (unprivileged child)", function()
     local out, why = H.run_as_nobody([[
       local perf = require "perf"
@@ -93,7 +114,7 @@ describe("ev:mmap", function()
     local errno, msg = out:match("^(%d+)\t(.-)\n")
     assert.equal("1", errno, out)
     assert.matches("mmap 1024 pages: Operation not permitted %(EPERM%); 1024 data pages exceed "
-      .. "the locked%-memory allowance %(perf_event_mlock_kb = %d+ KiB per user", msg)
+      .. "the locked%-memory allowance %(perf_event_mlock_kb = %d+ KiB per CPU for the user", msg)
     assert.matches("use at most %d+ pages", msg)
     assert.matches("64 ok", out)
   end)
@@ -301,6 +322,17 @@ describe("a 1-page ring", function()
 end)
 
 describe("lost records", function()
+  it("show in tostring(rb) as rb:lost() knows them, before any is read", function()
+    local ev <close> = tp({ "ip", "tid", "time", "raw" }, { read_format = { "id", "lost" } })
+    local rb <close> = assert(ev:mmap(1))
+    assert(ev:enable())
+    opens(500)
+    assert(ev:disable())
+    local _, kernel = rb:lost()
+    assert.is_true(kernel > 0)
+    assert.matches((", %d lost%%)$"):format(kernel), tostring(rb))
+  end)
+
   it("add up: received + lost = generated, and PERF_RECORD_LOST agrees", function()
     local ev = tp({ "tid", "read" }, { read_format = { "id", "lost" } })
     local rb = assert(ev:mmap(1))
