@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "decode.h"
 #include "perf_core.h"
 
 const pl_name pl_sample_type_names[] = {
@@ -85,7 +86,8 @@ enum extra {
   X_FREQ,       /* sample_freq: also sets freq unless given */
   X_WATERMARK,  /* wakeup_watermark: also sets watermark unless given */
   X_CLOCKID,    /* clockid: also sets use_clockid unless given */
-  X_STRPTR      /* kprobe_func, uprobe_path: a string's address is allowed */
+  X_STRPTR,     /* kprobe_func, uprobe_path: a string's address is allowed */
+  X_REGS        /* sample_regs_user/intr: register names (pl_reg_name) */
 };
 
 typedef struct field {
@@ -147,10 +149,10 @@ static const field fields[] = {
   INT("kprobe_addr", K_U64, config2),
   INT("probe_offset", K_U64, config2),
   {"branch_sample_type", K_U64, OFF(branch_sample_type), 0, 0, X_NONE, pl_branch_names, 1},
-  INT("sample_regs_user", K_U64, sample_regs_user),
+  {"sample_regs_user", K_U64, OFF(sample_regs_user), 0, 0, X_REGS, NULL, 0},
   INT("sample_stack_user", K_U32, sample_stack_user),
   {"clockid", K_S32, OFF(clockid), 0, 0, X_CLOCKID, pl_clockid_names, 0},
-  INT("sample_regs_intr", K_U64, sample_regs_intr),
+  {"sample_regs_intr", K_U64, OFF(sample_regs_intr), 0, 0, X_REGS, NULL, 0},
   INT("aux_watermark", K_U32, aux_watermark),
   INT("sample_max_stack", K_U16, sample_max_stack),
   INT("aux_sample_size", K_U32, aux_sample_size),
@@ -221,6 +223,42 @@ static uint64_t checkint(lua_State *L, int idx, const char *what) {
     luaL_error(L, "%s: integer expected, got %s", what, luaL_typename(L, idx));
   }
   return (uint64_t)v;
+}
+
+/* The sample_regs mask of one register name: "ax", "r15", "xmm3" (both
+** halves, as perf's --intr-regs sets them), "xmm3_hi". Raises on others. */
+static uint64_t reg_mask(lua_State *L, const char *s, const char *what) {
+  const char *cands[64];
+  size_t n = 0;
+  for (unsigned bit = 0; bit < 64; bit++) {
+    const char *name = pl_reg_name(bit);
+    if (!name) continue;
+    if (strcmp(name, s) == 0)
+      return (bit >= 32 && !(bit & 1)) ? 3ull << bit : 1ull << bit;
+    cands[n++] = name;
+  }
+  if (n == 0)
+    luaL_error(L, "%s: register names are known on x86 only: give a mask", what);
+  {
+    const char *near = pl_nearest(s, cands, n);
+    luaL_error(L, "%s: unknown register '%s'%s%s%s", what, s,
+               *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
+  }
+  return 0;
+}
+
+/* A register mask: an integer, one name, or a list of names and integers. */
+static uint64_t check_regs(lua_State *L, int idx, const char *what) {
+  uint64_t bits = 0;
+  if (lua_type(L, idx) == LUA_TSTRING) return reg_mask(L, lua_tostring(L, idx), what);
+  if (lua_type(L, idx) != LUA_TTABLE) return checkint(L, idx, what);
+  for (lua_Integer i = 1, n = (lua_Integer)lua_rawlen(L, idx); i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    bits |= lua_type(L, -1) == LUA_TSTRING ? reg_mask(L, lua_tostring(L, -1), what)
+                                           : checkint(L, -1, what);
+    lua_pop(L, 1);
+  }
+  return bits;
 }
 
 uint64_t pl_checkenum(lua_State *L, int idx, const pl_name *names,
@@ -304,6 +342,7 @@ static uint64_t field_value(lua_State *L, const field *f) {
                  (1 << f->width) - 1);
     return v;
   }
+  if (f->extra == X_REGS) return check_regs(L, lua_gettop(L), what);
   if (f->extra == X_STRPTR && lua_type(L, -1) == LUA_TSTRING)
     return (uint64_t)(uintptr_t)lua_tostring(L, -1);
   if (f->kind == K_U32 && f->names == pl_type_names &&

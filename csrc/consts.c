@@ -6,6 +6,9 @@
 #include <linux/hw_breakpoint.h>
 #include <sys/ioctl.h>
 
+#include <string.h>
+
+#include "decode.h"
 #include "perf_core.h"
 
 typedef struct { const char *name; lua_Integer value; } constant;
@@ -118,5 +121,19 @@ void pl_open_consts(lua_State *L) {
   for (i = 0; i < sizeof constants / sizeof constants[0]; i++) {
     lua_pushinteger(L, constants[i].value);
     lua_setfield(L, -2, constants[i].name);
+  }
+  /* sample_regs bits, as asm/perf_regs.h names them: PERF_REG_X86_AX = 0 */
+  for (unsigned bit = 0; bit < 64; bit++) {
+    const char *name = pl_reg_name(bit);
+    char upper[32];
+    size_t k;
+    if (!name || strstr(name, "_hi")) continue;
+    for (k = 0; name[k] && k < sizeof upper - 1; k++)
+      upper[k] = (char)(name[k] >= 'a' && name[k] <= 'z' ? name[k] - 32 : name[k]);
+    upper[k] = '\0';
+    const char *key = lua_pushfstring(L, "PERF_REG_X86_%s", upper);
+    lua_pushinteger(L, bit);
+    lua_setfield(L, -3, key);
+    lua_pop(L, 1);
   }
 }

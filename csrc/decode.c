@@ -392,6 +392,25 @@ const char *pl_record_type_name(uint32_t type) {
   return type < PL_REC_NTYPES ? type_names[type] : NULL;
 }
 
+const char *pl_reg_name(unsigned bit) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const char *const x86[64] = {
+    "ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs",
+    "ss", "ds", "es", "fs", "gs", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    "xmm0", "xmm0_hi", "xmm1", "xmm1_hi", "xmm2", "xmm2_hi", "xmm3",
+    "xmm3_hi", "xmm4", "xmm4_hi", "xmm5", "xmm5_hi", "xmm6", "xmm6_hi",
+    "xmm7", "xmm7_hi", "xmm8", "xmm8_hi", "xmm9", "xmm9_hi", "xmm10",
+    "xmm10_hi", "xmm11", "xmm11_hi", "xmm12", "xmm12_hi", "xmm13",
+    "xmm13_hi", "xmm14", "xmm14_hi", "xmm15", "xmm15_hi",
+  };
+  return bit < 64 ? x86[bit] : NULL;
+#else
+  (void)bit;
+  return NULL;
+#endif
+}
+
 /* ---- demultiplexing ---- */
 
 /* Offset of the id in a sample, or -1: IDENTIFIER is always first; ID is

@@ -266,6 +266,12 @@ const char *pl_decode_strerror(int code);
 /* The kernel's name for a record type, lower-cased ("sample"), or NULL. */
 const char *pl_record_type_name(uint32_t type);
 
+/* The name of sample_regs bit `bit` (x86: enum perf_event_x86_regs of
+** arch/x86/include/uapi/asm/perf_regs.h, lower-cased as perf's --user-regs
+** takes them: "ax" .. "r15"; XMMn spans bits 32+2n, "xmmN", and 33+2n,
+** "xmmN_hi"), or NULL where this architecture names no such register. */
+const char *pl_reg_name(unsigned bit);
+
 /* Bytes the sample_id_all trailer takes for this sample_type. */
 size_t pl_sid_size(uint64_t sample_type);
 

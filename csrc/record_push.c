@@ -220,21 +220,11 @@ static void push_branches(lua_State *L, const pl_sample *s) {
   }
 }
 
-/* Register names by sample_regs bit (enum perf_event_x86_regs). */
+/* A register's name (pl_reg_name), or "regN" where it has none. */
 static void reg_name(unsigned bit, char *buf, size_t len) {
-#if defined(__x86_64__) || defined(__i386__)
-  static const char *const x86[24] = {
-    "ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs",
-    "ss", "ds", "es", "fs", "gs", "r8", "r9", "r10", "r11", "r12", "r13",
-    "r14", "r15",
-  };
-  if (bit < 24) { snprintf(buf, len, "%s", x86[bit]); return; }
-  if (bit >= 32 && bit < 64) {     /* XMMn is bits 32+2n (low) and 33+2n */
-    snprintf(buf, len, (bit & 1) ? "xmm%u_hi" : "xmm%u", (bit - 32) / 2);
-    return;
-  }
-#endif
-  snprintf(buf, len, "reg%u", bit);
+  const char *name = pl_reg_name(bit);
+  if (name) snprintf(buf, len, "%s", name);
+  else snprintf(buf, len, "reg%u", bit);
 }
 
 static void push_regs(lua_State *L, const pl_regs *r) {

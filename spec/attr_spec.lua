@@ -209,3 +209,34 @@ describe("attr misuse raises", function()
     assert.matches("unknown target field 'cpus' %(did you mean 'cpu'%?%)", err)
   end)
 end)
+
+describe("register masks", function()
+  local x86 = io.popen("uname -m"):read("l") == "x86_64"
+
+  it("take register names as perf's --user-regs does, and export the constants", function()
+    if not x86 then return pending("register names are x86's") end
+    local c = perf.core
+    assert.same({ 0, 8, 9, 16, 23, 32, 62 }, { c.PERF_REG_X86_AX, c.PERF_REG_X86_IP,
+      c.PERF_REG_X86_FLAGS, c.PERF_REG_X86_R8, c.PERF_REG_X86_R15, c.PERF_REG_X86_XMM0,
+      c.PERF_REG_X86_XMM15 })
+    local ev <close> = assert(perf.open { "syscalls:sys_enter_openat", sample_type = { "regs_user" },
+      sample_regs_user = { "ip", "sp", "bp", "r15" }, sample_regs_intr = "ax" })
+    assert.equal(1 << c.PERF_REG_X86_IP | 1 << c.PERF_REG_X86_SP | 1 << c.PERF_REG_X86_BP
+      | 1 << c.PERF_REG_X86_R15, ev:attr().sample_regs_user)
+    assert.equal(1, ev:attr().sample_regs_intr)
+    -- the samples name the same registers
+    local rb <close> = assert(ev:mmap(1))
+    assert(ev:enable())
+    assert(io.open("/dev/null")):close()
+    assert(ev:disable())
+    local names = {}
+    for rec in rb:records() do
+      for k in pairs(rec.regs_user) do names[#names + 1] = k end
+    end
+    table.sort(names)
+    assert.same({ "abi", "bp", "ip", "r15", "sp" }, names)
+    local ok, err = pcall(perf.open, { "task-clock", sample_regs_user = { "ipp" } })
+    assert.is_false(ok)
+    assert.matches("attr field 'sample_regs_user': unknown register 'ipp' %(did you mean 'ip'%?%)", err)
+  end)
+end)
