@@ -48,6 +48,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_decode(L);
   pl_open_signal(L);
   pl_open_userpage(L);
+  pl_open_profile(L);      /* perf.profile's hook: after the signals */
   lua_pushliteral(L, "0.1");
   lua_setfield(L, -2, "version");
   return 1;

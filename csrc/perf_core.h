@@ -112,6 +112,11 @@ void pl_self_refresh(void);
 /* ---- overflow signals (signal.c) ---- */
 /* 1 if an overflow signal with POLL_HUP arrived for fd. */
 int pl_signal_exhausted(int fd);
+/* Has the signal handler call fn (async-signal-safe; NULL: none) after
+** counting each overflow signal of the event at evidx. Returns 0 when
+** the event has no signal slot (ev:notify() was not called). */
+typedef void (*pl_overflow_fn)(void);
+int pl_signal_set_callback(lua_State *L, int evidx, pl_overflow_fn fn);
 
 /* ---- the module's parts, each adding to the table on top; core.c alone
 ** calls them ---- */
@@ -127,6 +132,7 @@ void pl_open_ring_iter(lua_State *L);   /* the record iterators */
 void pl_open_decode(lua_State *L);      /* perf.core.decode/stream */
 void pl_open_signal(lua_State *L);      /* ev:notify/overflows */
 void pl_open_userpage(lua_State *L);    /* ev:userpage/userread */
+void pl_open_profile(lua_State *L);     /* perf.profile's sampling hook */
 
 #pragma GCC visibility pop
 

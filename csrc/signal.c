@@ -15,6 +15,8 @@
 ** The handler runs no Lua: it finds the slot by fd (or sig_data) in a
 ** fixed table and bumps lock-free atomic counters. Slots belong to a small
 ** userdata kept in the event's extension table; its __gc frees the slot.
+** Another file may ask for a C function to be called from the handler
+** after each count (pl_signal_set_callback): it must be async-signal-safe.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +44,7 @@ typedef struct sigslot {
   atomic_ulong count;           /* signals for this event */
   atomic_ulong hup;             /* of which POLL_HUP */
   atomic_ulong addr;            /* sigtrap: si_addr of the last one */
+  _Atomic(pl_overflow_fn) callback; /* called after the count, or NULL */
 } sigslot;
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
@@ -62,6 +65,11 @@ static unsigned long perf_data(const siginfo_t *si) {
   return v;
 }
 
+static void call_back(sigslot *s) {
+  pl_overflow_fn fn = atomic_load(&s->callback);
+  if (fn) fn();
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   int matched = 0;
@@ -73,6 +81,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
           atomic_load(&s->sig_data) == data) {
         atomic_fetch_add(&s->count, 1);
         atomic_store(&s->addr, (unsigned long)si->si_addr);
+        call_back(s);
         matched = 1;
       }
     }
@@ -83,6 +92,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
           atomic_load(&s->fd) == si->si_fd && atomic_load(&s->signo) == sig) {
         atomic_fetch_add(&s->count, 1);
         if (si->si_code == POLL_HUP) atomic_fetch_add(&s->hup, 1);
+        call_back(s);
         matched = 1;
       }
     }
@@ -133,7 +143,10 @@ typedef struct slot_ref {
 
 static int slot_gc(lua_State *L) {
   slot_ref *ref = luaL_checkudata(L, 1, PL_SIGSLOT_MT);
-  if (ref->index >= 0) atomic_store(&slots[ref->index].state, 0);
+  if (ref->index >= 0) {
+    atomic_store(&slots[ref->index].callback, NULL);
+    atomic_store(&slots[ref->index].state, 0);
+  }
   ref->index = -1;
   return 0;
 }
@@ -185,6 +198,7 @@ static int ev_notify(lua_State *L) {
     atomic_store(&s->count, 0);
     atomic_store(&s->hup, 0);
     atomic_store(&s->addr, 0);
+    atomic_store(&s->callback, NULL);
     slot_ref *ref = lua_newuserdatauv(L, sizeof *ref, 0);
     ref->index = i;
     luaL_setmetatable(L, PL_SIGSLOT_MT);
@@ -212,6 +226,13 @@ static int ev_notify(lua_State *L) {
     return pl_fail(L, err, "notify: fcntl", NULL);
   }
   lua_pushboolean(L, 1);
+  return 1;
+}
+
+int pl_signal_set_callback(lua_State *L, int evidx, pl_overflow_fn fn) {
+  sigslot *s = event_slot(L, evidx);
+  if (!s) return 0;
+  atomic_store(&s->callback, fn);
   return 1;
 }
 

@@ -197,29 +197,45 @@ end
 
 local opened = {}
 
--- Where address `addr` of this process lies: { file =, offset = (in the
--- file), symbol = (name or nil), symbol_offset = }, from /proc/self/maps
--- and the file's symbol tables; nil when no file is mapped there.
-function M.locate(addr)
-  local maps = io.open("/proc/self/maps")
-  if not maps then return nil end
-  local text = maps:read("a")
-  maps:close()
-  for line in text:gmatch("[^\n]+") do
-    local lo, hi, off, file = line:match("^(%x+)%-(%x+)%s+%S+%s+(%x+)%s+%S+%s+%d+%s+(/%S+)")
-    if lo then
-      lo, hi, off = tonumber(lo, 16), tonumber(hi, 16), tonumber(off, 16)
-      if addr >= lo and addr < hi then
-        local where = { file = file, offset = addr - lo + off }
-        local e = opened[file]
-        if e == nil then e = M.open(file) or false; opened[file] = e end
-        local vaddr = e and e:vaddr_of(where.offset)
-        local sym = vaddr and e:symbol_at(vaddr)
-        if sym then where.symbol, where.symbol_offset = sym.name, vaddr - sym.value end
+-- A function locating addresses of this process as M.locate does, from
+-- one read of /proc/self/maps (the mappings as they are now): for many
+-- addresses at once. Mappings without a file ([vdso], [heap], ...) give
+-- { file = "[vdso]", offset = } with no symbol.
+function M.locator()
+  local maps, ranges = io.open("/proc/self/maps"), {}
+  if maps then
+    for line in maps:lines() do
+      local lo, hi, off, file = line:match("^(%x+)%-(%x+)%s+%S+%s+(%x+)%s+%S+%s+%d+%s+(%S+)")
+      if lo then
+        ranges[#ranges + 1] = { lo = tonumber(lo, 16), hi = tonumber(hi, 16),
+          off = tonumber(off, 16), file = file }
+      end
+    end
+    maps:close()
+  end
+  return function(addr)
+    for _, r in ipairs(ranges) do
+      if addr >= r.lo and addr < r.hi then
+        local where = { file = r.file, offset = addr - r.lo + r.off }
+        if r.file:sub(1, 1) == "/" then
+          local e = opened[r.file]
+          if e == nil then e = M.open(r.file) or false; opened[r.file] = e end
+          local vaddr = e and e:vaddr_of(where.offset)
+          local sym = vaddr and e:symbol_at(vaddr)
+          if sym then where.symbol, where.symbol_offset = sym.name, vaddr - sym.value end
+        end
         return where
       end
     end
   end
+end
+
+-- Where address `addr` of this process lies: { file =, offset = (in the
+-- file), symbol = (name or nil), symbol_offset = }, from /proc/self/maps
+-- and the file's symbol tables; nil when no file is mapped there.
+function M.locate(addr)
+  local where = M.locator()(addr)
+  if where and where.file:sub(1, 1) == "/" then return where end
 end
 
 -- "getenv+0x0" or "lua5.4+0x1f2a0": a short name for address `addr`.

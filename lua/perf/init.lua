@@ -280,6 +280,14 @@ local lazy = {
   cpus = function() return require "perf.cpus" end,
   kallsyms = function() return require "perf.kallsyms" end,
   elf = function() return require "perf.elf" end,
+  profile = function()
+    local profile = require "perf.profile"
+    return function(fn, opts, ...) return profile.profile(perf, fn, opts, ...) end
+  end,
+  profiler = function()
+    local profile = require "perf.profile"
+    return function(opts) return profile.profiler(perf, opts) end
+  end,
 }
 
 return setmetatable(perf, {

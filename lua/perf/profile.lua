@@ -1,0 +1,544 @@
+--- Documented on the perf page.
+-- @submodule perf
+
+-- perf.profile: perf events charged to Lua functions and lines.
+--
+--   local prof = perf.profile(fn, { event = "cpu-clock" }, ...)
+--   print(prof)                       -- a report like perf report's
+--   for _, f in ipairs(prof:functions()) do print(f.name, f.self, f.total) end
+--   prof:write "out.svg"              -- flame graph; .json: speedscope
+--
+--   local p <close> = perf.profiler { event = "syscalls:sys_enter_openat" }
+--   p:start() ... local prof = p:stop()
+--
+-- The C side (csrc/profile.c) charges each overflow of the event to the
+-- Lua stack that was running and keeps samples by stack; this module
+-- opens the event, follows coroutines while profiling, and turns the
+-- stacks into functions, lines, folded stacks and reports.
+
+local core = require "perf.core"
+local nearest = require "perf.nearest"
+
+local M = {}
+
+local OPTION_KEYS = { event = true, freq = true, period = true, native = true }
+local DEFAULT_FREQ = 999
+local NATIVE_PAGES = 64                 -- ring pages for native call chains
+local NATIVE_DEPTH = 64                 -- user frames the kernel records
+
+local function option_error(msg) error("perf.profile: " .. msg, 4) end
+
+local function check_options(opts)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then option_error(("options must be a table, not %s"):format(type(opts))) end
+  local names = {}
+  for k in pairs(OPTION_KEYS) do names[#names + 1] = k end
+  for k in pairs(opts) do
+    if not OPTION_KEYS[k] then
+      option_error(("unknown option '%s'%s"):format(tostring(k), nearest.hint(tostring(k), names)))
+    end
+  end
+  for _, k in ipairs { "freq", "period" } do
+    local v = opts[k]
+    if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
+      option_error(("%s must be a positive integer, got %s"):format(k, tostring(v)))
+    end
+  end
+  if opts.freq and opts.period then option_error("give freq or period, not both") end
+  return opts
+end
+
+-- Time and hardware events are sampled by frequency; tracepoints,
+-- breakpoints, probes and the other software events at every hit.
+local function by_frequency(attr)
+  local t, c = attr.type, attr.config
+  if t == 1 then return c == 0 or c == 1 end          -- cpu-clock, task-clock
+  if t == 0 or t == 3 or t == 4 then return true end  -- hardware, cache, raw
+  if math.type(t) == "integer" and t > 5 then
+    local pmu = require("perf.pmu").by_type(t)
+    return not (pmu and (pmu.name == "uprobe" or pmu.name == "kprobe"))
+  end
+  return false
+end
+
+-- ---- following coroutines while profiling ----
+
+local colib = package.loaded.coroutine or coroutine
+
+local function follow_coroutines(p)
+  local saved = { resume = colib.resume, wrap = colib.wrap }
+  saved.my_resume = core.profile_resume(saved.resume)
+  saved.my_wrap = core.profile_wrap(colib.create, saved.resume)
+  colib.resume, colib.wrap = saved.my_resume, saved.my_wrap
+  p.saved = saved
+end
+
+local function unfollow_coroutines(p)
+  local saved = p.saved
+  if not saved then return end
+  if colib.resume == saved.my_resume then colib.resume = saved.resume end
+  if colib.wrap == saved.my_wrap then colib.wrap = saved.wrap end
+  p.saved = nil
+end
+
+-- ---- the profiler handle ----
+
+local Profiler = { __name = "perf.profiler" }
+Profiler.__index = Profiler
+
+--- A profiler handle: `perf.profile` in steps.
+--
+-- `p:start()` enables sampling, `p:stop()` disables it and returns the
+-- profile of every sample so far (start again to add more), `p:close()`
+-- releases the event; `<close>` and garbage collection stop and close it.
+-- One profiler runs at a time: starting a second one raises.
+-- @tparam[opt] table opts as for `perf.profile`
+-- @treturn[1] perf.profiler the handle, stopped
+-- @return[2] nil, message, errno when the event cannot be opened
+-- @raise misuse (unknown option, both freq and period, a malformed event)
+-- @usage
+-- local p <close> = assert(perf.profiler { event = "page-faults" })
+-- p:start()
+-- local t = {} for i = 1, 1e5 do t[i] = i end
+-- print(p:stop())
+-- @function profiler
+
+function M.profiler(perf, opts)
+  opts = check_options(opts)
+  local spec = opts.event or "cpu-clock"
+  local ok, attr, name, extra = pcall(perf.attr, spec)
+  if not ok then error("perf.profile: " .. perf.strip_position(attr), 3) end
+  if not attr then return nil, "perf.profile " .. name, extra end
+  local freq, period
+  if opts.freq then
+    freq = opts.freq
+  elseif opts.period then
+    period = opts.period
+  elseif attr.freq and attr.sample_freq then
+    freq = attr.sample_freq
+  elseif attr.sample_period and attr.sample_period > 0 then
+    period = attr.sample_period
+  elseif by_frequency(attr) then
+    freq = DEFAULT_FREQ
+  else
+    period = 1
+  end
+  if freq then
+    attr.freq, attr.sample_freq, attr.sample_period = true, freq, nil
+  else
+    attr.freq, attr.sample_freq, attr.sample_period = nil, nil, period
+  end
+  if opts.native then
+    attr.sample_type = { "callchain" }
+    attr.exclude_callchain_kernel = true
+    attr.sample_max_stack = NATIVE_DEPTH
+  end
+  attr.name = name
+  local ev, msg, errno = perf.open(attr)
+  if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
+  ok, msg, errno = ev:notify()
+  if not ok then ev:close() return nil, msg, errno end
+  local rb
+  if opts.native then
+    rb, msg, errno = ev:mmap(NATIVE_PAGES)
+    if not rb then ev:close() return nil, msg, errno end
+  end
+  local p = setmetatable({ event = ev, ring = rb, name = name, freq = freq,
+    period = period, native = opts.native and true or false }, Profiler)
+  p.state = core.profile_state(ev, rb)      -- made last: finalized first
+  return p
+end
+
+local function check_open(p)
+  if not p.state then error("attempt to use a closed perf profiler", 3) end
+end
+
+function Profiler:start()
+  check_open(self)
+  self.state:start()
+  follow_coroutines(self)
+  return true
+end
+
+-- The profile of every sample so far.
+function Profiler:profile()
+  check_open(self)
+  local samples, lost, stacks = self.state:result()
+  local copy = {}
+  for k, v in pairs(stacks) do copy[k] = v end
+  return M.new(copy, { samples = samples, lost = lost, event = self.name,
+    freq = self.freq, period = self.period, native = self.native })
+end
+
+function Profiler:stop()
+  check_open(self)
+  self.state:stop()
+  unfollow_coroutines(self)
+  return self:profile()
+end
+
+function Profiler:close()
+  if not self.state then return true end
+  self.state:close()
+  unfollow_coroutines(self)
+  if self.ring then self.ring:close() end
+  self.event:close()
+  self.state = nil
+  return true
+end
+Profiler.__close = Profiler.close
+Profiler.__gc = Profiler.close
+
+function Profiler:__tostring()
+  if not self.state then return ("perf.profiler %q (closed)"):format(self.name) end
+  local samples = self.state:result()
+  local running = tostring(self.state):match("%((%a+),")
+  return ("perf.profiler %q (%s, %s, %d samples)"):format(self.name,
+    self.freq and (self.freq .. " Hz") or ("period " .. self.period), running, samples)
+end
+
+--- Profiles one call of a function: each sample of the event is charged to
+-- the Lua stack that was running (functions, current lines, coroutines).
+--
+-- The sample is taken at the Lua VM's next step after the overflow: the
+-- overflow signal only arms a count hook (as lua.c does for ^C). Time in a
+-- C function called from Lua is charged to the Lua line that called it.
+-- A tracepoint or software event sampled at every hit (`period = 1`, their
+-- default) is charged exactly: 30 `io.open` calls in a function are 30
+-- `syscalls:sys_enter_openat` samples at the line of the call.
+--
+-- The profile has `samples`, `lost`, `event`, `freq` or `period`, and
+-- `prof:functions()`, `prof:lines()`, `prof:folded()`, `prof:write(path
+-- [, format])` (`"folded"`, `"svg"`, `"speedscope"`; by default from the
+-- extension) and `tostring(prof)`, a report like perf report's.
+-- @tparam function fn the function to profile
+-- @tparam[opt] table opts `event` (any event `perf.open` takes; default
+-- `"cpu-clock"`), `freq` (Hz) or `period` (events per sample); the default
+-- is 999 Hz for cpu-clock, task-clock and hardware events, every hit for
+-- the others; `native = true` joins each sample's native call chain under
+-- the Lua frame
+-- @param ... fn's arguments
+-- @treturn[1] perf.profile the profile
+-- @return[1] ... fn's results
+-- @return[2] nil, message, errno when the event cannot be opened
+-- @raise fn's error, after the profiler stopped; misuse; a profiler already
+-- running (profilers do not nest)
+-- @usage
+-- local prof = perf.profile(function()
+--   for i = 1, 30 do io.open("/dev/null"):close() end
+-- end, { event = "syscalls:sys_enter_openat" })
+-- print(prof.samples)   --> 30
+-- print(prof)
+-- @function profile
+
+function M.profile(perf, fn, opts, ...)
+  local mt = getmetatable(fn)
+  if type(fn) ~= "function" and not (type(mt) == "table" and mt.__call) then
+    error(("perf.profile: function expected, got %s"):format(type(fn)), 3)
+  end
+  if core.profile_running() then
+    error("perf.profile: another profiler is running: profilers do not nest (stop it first)", 3)
+  end
+  local p, msg, errno = M.profiler(perf, opts)
+  if not p then return nil, msg, errno end
+  -- frames from the root up to this one, and pcall's, are not charged
+  p.state:start(1, 1)
+  follow_coroutines(p)
+  local results = table.pack(pcall(fn, ...))
+  local prof = p:stop()
+  p:close()
+  if not results[1] then error(results[2], 0) end
+  return prof, table.unpack(results, 2, results.n)
+end
+
+-- ---- the profile ----
+
+local Profile = { __name = "perf.profile" }
+Profile.__index = Profile
+
+-- Frames as the C side keys them, leaf first: "L" name TAB source TAB
+-- linedefined TAB line, "C" name, or "N" hex address.
+local function parse_frame(token)
+  local kind, rest = token:sub(1, 1), token:sub(2)
+  if kind == "L" then
+    local name, source, defined, line = rest:match("^(.-)\t(.-)\t(%-?%d+)\t(%-?%d+)$")
+    return { kind = "lua", name = name ~= "" and name or nil, source = source,
+      linedefined = math.tointeger(tonumber(defined)), line = math.tointeger(tonumber(line)) }
+  elseif kind == "C" then
+    return { kind = "c", name = rest, source = "[C]", linedefined = -1 }
+  elseif kind == "N" then
+    return { kind = "native", address = math.tointeger(tonumber(rest, 16)) }
+  end
+end
+
+-- Names native frames: "symbol", or "[file]" where the file has no symbol
+-- for the address. Frames of the Lua VM itself where the chain joins the
+-- Lua frame are left out: the Lua frame stands for them.
+local function native_names(stacks)
+  local locate = require("perf.elf").locator()
+  local vm = core.profile_vm()
+  local cache = {}
+  local function name_of(addr)
+    local n = cache[addr]
+    if n == nil then
+      local w = locate(addr)
+      if not w then
+        n = { name = ("0x%x"):format(addr), file = "?" }
+      else
+        local base = w.file:match("[^/]+$") or w.file
+        n = { name = w.symbol or ("[" .. base .. "]"), file = w.file, vm = w.file == vm }
+      end
+      cache[addr] = n
+    end
+    return n
+  end
+  for _, s in ipairs(stacks) do
+    local natives = s.natives
+    if natives then
+      -- natives are leaf first; the join with Lua is at the end
+      local last = #natives
+      while last > 0 and name_of(natives[last]).vm do last = last - 1 end
+      local list = {}
+      for i = last, 1, -1 do
+        local n = name_of(natives[i])
+        local prev = list[#list]
+        -- frames of a file without symbols say no more than the file once
+        if not (prev and prev.name == n.name and n.name:sub(1, 1) == "[") then
+          list[#list + 1] = { kind = "native", name = n.name, source = n.file, linedefined = -1 }
+        end
+      end
+      s.native_frames = list
+    end
+  end
+end
+
+-- The key of a function: its source and the line that defines it.
+local function function_key(f)
+  if f.kind == "lua" then return f.source .. ":" .. f.linedefined end
+  return f.kind .. ":" .. (f.source or "") .. ":" .. f.name
+end
+
+-- M.new(stacks, meta) -> profile: stacks maps the C side's keys to counts
+function M.new(raw, meta)
+  local prof = setmetatable({ samples = meta.samples, lost = meta.lost, event = meta.event,
+    freq = meta.freq, period = meta.period, native = meta.native }, Profile)
+  local stacks = {}
+  for key, count in pairs(raw) do
+    local frames, natives = {}, nil
+    for token in key:gmatch("[^\n]+") do
+      local f = parse_frame(token)
+      if f and f.kind == "native" then
+        natives = natives or {}
+        natives[#natives + 1] = f.address
+      elseif f then
+        table.insert(frames, 1, f)                  -- root first
+      end
+    end
+    -- the C function that entered Lua at the root (lua.c's pmain) says nothing
+    while frames[1] and frames[1].kind == "c" do table.remove(frames, 1) end
+    stacks[#stacks + 1] = { frames = frames, natives = natives, count = count }
+  end
+  if prof.native then native_names(stacks) end
+  -- one name per function: the name it was called by most often
+  local votes = {}
+  for _, s in ipairs(stacks) do
+    for _, f in ipairs(s.frames) do
+      if f.name then
+        local k = function_key(f)
+        local v = votes[k] or {}
+        votes[k] = v
+        v[f.name] = (v[f.name] or 0) + s.count
+      end
+    end
+  end
+  local names = {}
+  for k, v in pairs(votes) do
+    local best, n = nil, -1
+    for name, c in pairs(v) do
+      if c > n or (c == n and name < best) then best, n = name, c end
+    end
+    names[k] = best
+  end
+  for _, s in ipairs(stacks) do
+    for _, f in ipairs(s.frames) do
+      local k = function_key(f)
+      f.name = names[k] or ("<%s:%d>"):format(f.source, f.linedefined)
+    end
+    if s.native_frames then
+      for _, f in ipairs(s.native_frames) do s.frames[#s.frames + 1] = f end
+    end
+    s.native_frames, s.natives = nil, nil
+  end
+  prof.stacks = stacks
+  return prof
+end
+
+-- "name (source:line)" for a Lua frame, "name [C]" for a C function,
+-- "name [native]" for a native frame; never a ';' (the folded separator).
+local function frame_label(f)
+  local s
+  if f.kind == "lua" then
+    s = ("%s (%s:%d)"):format(f.name, f.source, f.line or -1)
+  elseif f.kind == "c" then
+    s = f.name .. " [C]"
+  else
+    s = f.name
+  end
+  return (s:gsub(";", ":"):gsub("\n", " "))
+end
+M.frame_label = frame_label
+
+-- The innermost Lua frame of a stack (nil when it has none).
+local function leaf_lua(s)
+  for i = #s.frames, 1, -1 do
+    if s.frames[i].kind == "lua" then return s.frames[i] end
+  end
+end
+
+-- prof:functions() -> { {name, source, line, self, total}, ... }
+function Profile:functions()
+  local by, list = {}, {}
+  for _, s in ipairs(self.stacks) do
+    local seen = {}
+    local leaf = leaf_lua(s)
+    for _, f in ipairs(s.frames) do
+      if f.kind ~= "native" then
+        local k = function_key(f)
+        local e = by[k]
+        if not e then
+          e = { name = f.name, source = f.source, line = f.linedefined, self = 0, total = 0 }
+          by[k] = e
+          list[#list + 1] = e
+        end
+        if not seen[k] then seen[k] = true; e.total = e.total + s.count end
+        if f == leaf then e.self = e.self + s.count end
+      end
+    end
+  end
+  table.sort(list, function(a, b)
+    if a.self ~= b.self then return a.self > b.self end
+    if a.total ~= b.total then return a.total > b.total end
+    if a.source ~= b.source then return a.source < b.source end
+    return a.line < b.line
+  end)
+  return list
+end
+
+-- prof:lines() -> { {source, line, count, name}, ... }
+function Profile:lines()
+  local by, list = {}, {}
+  for _, s in ipairs(self.stacks) do
+    local f = leaf_lua(s)
+    if f then
+      local k = f.source .. ":" .. f.line
+      local e = by[k]
+      if not e then
+        e = { source = f.source, line = f.line, count = 0, name = f.name }
+        by[k] = e
+        list[#list + 1] = e
+      end
+      e.count = e.count + s.count
+    end
+  end
+  table.sort(list, function(a, b)
+    if a.count ~= b.count then return a.count > b.count end
+    if a.source ~= b.source then return a.source < b.source end
+    return a.line < b.line
+  end)
+  return list
+end
+
+-- prof:folded() -> FlameGraph's folded stacks, "root;...;leaf N" lines
+function Profile:folded()
+  local counts, lines = {}, {}
+  for _, s in ipairs(self.stacks) do
+    local labels = {}
+    for i, f in ipairs(s.frames) do labels[i] = frame_label(f) end
+    if #labels == 0 then labels[1] = "[unknown]" end
+    local line = table.concat(labels, ";")
+    if not counts[line] then lines[#lines + 1] = line end
+    counts[line] = (counts[line] or 0) + s.count
+  end
+  table.sort(lines)
+  local out = {}
+  for i, line in ipairs(lines) do out[i] = ("%s %d\n"):format(line, counts[line]) end
+  return table.concat(out)
+end
+
+local FORMATS = { folded = true, svg = true, speedscope = true }
+local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg", json = "speedscope" }
+
+-- prof:write(path [, format]) -> true | nil, message, errno
+function Profile:write(path, format)
+  if type(path) ~= "string" then
+    error(("prof:write: path expected, got %s"):format(type(path)), 2)
+  end
+  if format == nil then
+    local ext = path:match("%.([%w]+)$")
+    format = ext and BY_EXTENSION[ext:lower()]
+    if not format then
+      error(("prof:write: cannot tell the format from '%s': name it (\"folded\", \"svg\" or \"speedscope\") or use .folded, .svg or .json"):format(path), 2)
+    end
+  elseif not FORMATS[format] then
+    local names = { "folded", "svg", "speedscope" }
+    error(("prof:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), names)), 2)
+  end
+  local text
+  if format == "folded" then
+    text = self:folded()
+  else
+    local fg = require "perf.flamegraph"
+    text = format == "svg" and fg.svg(self) or fg.speedscope(self)
+  end
+  local f, msg, errno = io.open(path, "w")
+  if not f then return nil, "prof:write: " .. msg, errno end
+  local ok
+  ok, msg, errno = f:write(text)
+  f:close()
+  if not ok then return nil, "prof:write: " .. msg, errno end
+  return true
+end
+
+-- "cpu-clock at 999 Hz" or "syscalls:sys_enter_openat, every 1"
+function Profile:sampling()
+  if self.freq then return ("%s at %d Hz"):format(self.event, self.freq) end
+  return ("%s, period %d"):format(self.event, self.period or 0)
+end
+
+local function percent(n, total)
+  if total == 0 then return "     -" end
+  return ("%6.2f%%"):format(100 * n / total)
+end
+
+-- prof:report([max]) -> text: the top functions and lines
+function Profile:report(max)
+  max = max or 10
+  local out = {}
+  local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
+  add("# perf.profile: %s", self:sampling())
+  add("# %d samples, %d lost%s", self.samples, self.lost, self.native and ", native frames" or "")
+  add("#")
+  add("#    Self    Total  Function")
+  local fns = self:functions()
+  for i = 1, math.min(max, #fns) do
+    local f = fns[i]
+    local where = f.source == "[C]" and "[C]" or ("%s:%d"):format(f.source, f.line)
+    add("  %s  %s  %s  (%s)", percent(f.self, self.samples), percent(f.total, self.samples), f.name, where)
+  end
+  if #fns > max then add("  ... %d more functions", #fns - max) end
+  add("#")
+  add("#    Self  Line")
+  local lines = self:lines()
+  for i = 1, math.min(max, #lines) do
+    local l = lines[i]
+    add("  %s  %s:%d  %s", percent(l.count, self.samples), l.source, l.line, l.name)
+  end
+  if #lines > max then add("  ... %d more lines", #lines - max) end
+  return table.concat(out, "\n") .. "\n"
+end
+
+function Profile:__tostring()
+  return self:report()
+end
+
+return M

@@ -1,0 +1,298 @@
+-- perf.profile and perf.profiler: samples charged to Lua functions and
+-- lines, exact where the kernel is (a tracepoint sampled at every hit).
+
+local perf = require "perf"
+local H = require "helpers"
+
+local FX = "spec/fixtures/profiled.lua"
+local fx = dofile(FX)
+local OPENAT = "syscalls:sys_enter_openat"
+local caps = perf.capabilities()
+local with_tracefs = caps.tracefs and it or pending
+
+local function find(list, pred)
+  for _, e in ipairs(list) do
+    local ok = true
+    for k, v in pairs(pred) do if e[k] ~= v then ok = false end end
+    if ok then return e end
+  end
+end
+
+local function folded_total(text)
+  local n = 0
+  for count in text:gmatch(" (%d+)\n") do n = n + tonumber(count) end
+  return n
+end
+
+local function folded_lines(text)
+  local t = {}
+  for line, count in text:gmatch("([^\n]*) (%d+)\n") do t[line] = tonumber(count) end
+  return t
+end
+
+describe("perf.profile", function()
+  with_tracefs("charges every openat to the function and line that called io.open", function()
+    local prof, r1, r2 = assert(perf.profile(function(a, b)
+      fx.both()
+      return a + b, "done"
+    end, { event = OPENAT }, 2, 3))
+    assert.same({ 5, "done" }, { r1, r2 })
+    assert.equal(40, prof.samples)
+    assert.equal(0, prof.lost)
+    assert.equal(OPENAT, prof.event)
+    assert.equal(1, prof.period)
+    assert.is_nil(prof.freq)
+
+    local fns = prof:functions()
+    local thirty = assert(find(fns, { source = FX, line = 5 }))
+    assert.same({ "thirty", 30, 30 }, { thirty.name, thirty.self, thirty.total })
+    local ten = assert(find(fns, { source = FX, line = 11 }))
+    assert.same({ "ten", 10, 10 }, { ten.name, ten.self, ten.total })
+    local both = assert(find(fns, { source = FX, line = 18 }))
+    assert.same({ 0, 40 }, { both.self, both.total })
+    assert.equal(thirty, fns[1])                   -- most self first
+    assert.equal(ten, fns[2])
+
+    local lines = prof:lines()
+    assert.equal(2, #lines)
+    assert.same({ source = FX, line = 7, count = 30, name = "thirty" }, lines[1])
+    assert.same({ source = FX, line = 13, count = 10, name = "ten" }, lines[2])
+
+    -- the profiler's own frames are not charged: the stacks start in fn
+    local folded = prof:folded()
+    assert.equal(prof.samples, folded_total(folded))
+    local stacks = folded_lines(folded)
+    local root = next(stacks):match("^[^;]*")
+    assert.matches("^<spec/profile_spec.lua:%d+> %(spec/profile_spec.lua:%d+%)$", root)
+    assert.equal(30, stacks[root .. ";both (" .. FX .. ":19);thirty (" .. FX .. ":7)"])
+    assert.equal(10, stacks[root .. ";both (" .. FX .. ":20);ten (" .. FX .. ":13)"])
+  end)
+
+  with_tracefs("stays exact over many runs and sizes", function()
+    for _, n in ipairs { 1, 7, 100 } do
+      local prof = assert(perf.profile(function()
+        for _ = 1, n do io.open("/dev/null"):close() end
+      end, { event = OPENAT }))
+      assert.equal(n, prof.samples)
+      assert.equal(0, prof.lost)
+      assert.equal(n, prof:lines()[1].count)
+    end
+  end)
+
+  with_tracefs("charges the coroutine that was running, joined under its resumer", function()
+    local resume, wrap = coroutine.resume, coroutine.wrap
+    local prof = assert(perf.profile(function()
+      local w = coroutine.wrap(fx.inner)
+      for _ = 1, 4 do w() end
+      local co = coroutine.create(fx.inner)
+      for _ = 1, 4 do assert(coroutine.resume(co)) end
+      io.open("/dev/null"):close()
+    end, { event = OPENAT }))
+    assert.equal(9, prof.samples)
+    local inner = assert(find(prof:lines(), { source = FX, line = 48 }))
+    assert.equal(8, inner.count)
+    local fn = assert(find(prof:functions(), { source = FX, line = 46 }))
+    assert.same({ 8, 8 }, { fn.self, fn.total })
+    -- each coroutine's stack hangs under the line that resumed it
+    local n = 0
+    for line, count in pairs(folded_lines(prof:folded())) do
+      if line:find(FX .. ":48)", 1, true) then
+        assert.matches("^<spec/profile_spec.lua:%d+> %(spec/profile_spec.lua:%d+%);<" .. FX:gsub("%p", "%%%0") .. ":46>", line)
+        n = n + count
+      end
+    end
+    assert.equal(8, n)
+    -- the library functions are given back
+    assert.equal(resume, coroutine.resume)
+    assert.equal(wrap, coroutine.wrap)
+  end)
+
+  it("splits CPU time 3:1 between two functions doing 3:1 of the work", function()
+    local prof = assert(perf.profile(fx.split, nil, 4))
+    assert.equal("cpu-clock", prof.event)
+    assert.equal(999, prof.freq)
+    local three = assert(find(prof:functions(), { source = FX, line = 29 }))
+    local one = assert(find(prof:functions(), { source = FX, line = 34 }))
+    assert.is_true(three.total + one.total > 40, "too few samples: " .. prof.samples)
+    local ratio = three.total / one.total
+    assert.is_true(ratio > 2 and ratio < 4.5, ("3:1 of the work gave %d:%d"):format(three.total, one.total))
+    -- the spin loop's lines, under each caller
+    assert.equal(prof.samples, folded_total(prof:folded()))
+    assert.is_true(prof.samples >= three.total + one.total)
+  end)
+
+  it("fails like perf.open for an event this machine lacks, without running fn", function()
+    if caps.pmu then return pending("this machine has a hardware PMU") end
+    local ran = false
+    local msg, errno = H.fails(perf.profile(function() ran = true end, { event = "cycles" }))
+    H.assert_has('perf.profile "cycles": No such file or directory (ENOENT)', msg)
+    H.assert_has("no hardware PMU", msg)
+    assert.equal(2, errno)
+    assert.is_false(ran)
+    msg = H.fails(perf.profiler { event = "cache-misses" })
+    H.assert_has("ENOENT", msg)
+  end)
+
+  it("raises on misuse", function()
+    local function err(...)
+      local ok, e = pcall(perf.profile, ...)
+      assert.is_false(ok)
+      return e
+    end
+    H.assert_has("function expected, got nil", err(nil))
+    H.assert_has("unknown option 'evnt' (did you mean event?)", err(print, { evnt = "cpu-clock" }))
+    H.assert_has("give freq or period, not both", err(print, { freq = 10, period = 10 }))
+    H.assert_has("freq must be a positive integer", err(print, { freq = 0 }))
+    H.assert_has("unknown event", err(print, { event = "no-such-event" }))
+  end)
+
+  it("takes freq and period, and defaults by event", function()
+    local prof = assert(perf.profile(function() end, { freq = 250 }))
+    assert.same({ 250 }, { prof.freq, prof.period })
+    prof = assert(perf.profile(function() end, { event = "task-clock", period = 100000 }))
+    assert.same({ 100000 }, { prof.period, prof.freq })
+    prof = assert(perf.profile(function() end, { event = "page-faults" }))
+    assert.equal(1, prof.period)
+    prof = assert(perf.profile(function() end, { event = "task-clock" }))
+    assert.equal(999, prof.freq)
+  end)
+
+  with_tracefs("propagates an error in fn after stopping", function()
+    local resume = coroutine.resume
+    local e = {}
+    local ok, err = pcall(perf.profile, function()
+      io.open("/dev/null"):close()
+      error(e)
+    end, { event = OPENAT })
+    assert.is_false(ok)
+    assert.equal(e, err)
+    assert.is_false(perf.core.profile_running())
+    assert.equal(resume, coroutine.resume)
+    ok, err = pcall(perf.profile, function() error("boom") end)
+    assert.is_false(ok)
+    assert.matches("profile_spec.lua:%d+: boom$", err)
+    -- and the next profile works
+    assert.equal(3, perf.profile(function()
+      for _ = 1, 3 do io.open("/dev/null"):close() end
+    end, { event = OPENAT }).samples)
+  end)
+
+  it("refuses to nest, clearly, and stops the outer profiler", function()
+    local ok, err = pcall(perf.profile, function()
+      perf.profile(function() end)
+    end)
+    assert.is_false(ok)
+    H.assert_has("another profiler is running: profilers do not nest", err)
+    assert.is_false(perf.core.profile_running())
+    local p <close> = assert(perf.profiler())
+    p:start()
+    local p2 <close> = assert(perf.profiler())
+    ok, err = pcall(p2.start, p2)
+    assert.is_false(ok)
+    H.assert_has("profilers do not nest", err)
+    p:stop()
+    assert.is_true(p2:start())
+    p2:stop()
+  end)
+
+  with_tracefs("keeps a debug hook the program set", function()
+    local calls = 0
+    local function count() calls = calls + 1 end
+    debug.sethook(count, "", 100)
+    local prof = perf.profile(function()
+      for _ = 1, 20 do io.open("/dev/null"):close() end
+    end, { event = OPENAT })
+    local h, mask, n = debug.gethook()
+    debug.sethook()
+    assert.equal(20, prof.samples)
+    assert.same({ count, "", 100 }, { h, mask, n })
+    assert.is_true(calls > 0)
+  end)
+
+  it("lets fn call os.exit, with or without closing the state", function()
+    for _, close in ipairs { "false", "true" } do
+      local out = H.run_lua(("local perf = require 'perf'\n"
+        .. "perf.profile(function() local x = 0 for i = 1, 3e6 do x = x + i end "
+        .. "io.write('ran ') io.stdout:flush() os.exit(7, %s) end, { freq = 5000 })\n"
+        .. "print('not reached')"):format(close), nil)
+      assert.equal("ran ", out)
+    end
+    -- the exit status
+    for _, close in ipairs { "false", "true" } do
+      local tmp = os.tmpname()
+      local f = assert(io.open(tmp, "w"))
+      f:write(("package.path = 'lua/?.lua;lua/?/init.lua;' .. package.path\n"
+        .. "package.cpath = %q .. ';' .. package.cpath\n"
+        .. "require('perf').profile(function() local x = 0 for i = 1, 3e6 do x = x + i end os.exit(7, %s) end, { freq = 5000 })\n")
+        :format(os.getenv("PERF_LUA_CPATH") or "./?.so", close))
+      f:close()
+      local ok, how, code = os.execute(("%s %s"):format(H.lua, tmp))
+      os.remove(tmp)
+      assert.same({ nil, "exit", 7 }, { ok, how, code })
+    end
+  end)
+end)
+
+describe("perf.profiler", function()
+  with_tracefs("starts and stops, counting every overflow as a sample or lost", function()
+    local p <close> = assert(perf.profiler { event = OPENAT })
+    assert.matches('^perf.profiler "syscalls:sys_enter_openat" %(period 1, stopped, 0 samples%)$', tostring(p))
+    assert.is_true(p:start())
+    assert.matches("running", tostring(p))
+    fx.thirty()
+    local prof = p:stop()
+    io.open("/dev/null"):close()                 -- not profiled
+    assert.equal(30, prof.samples)
+    p:start()
+    fx.ten()
+    prof = p:stop()
+    assert.equal(40, prof.samples)               -- samples so far
+    local overflows = p.event:overflows()
+    assert.equal(overflows, prof.samples + prof.lost)
+    assert.equal(40, overflows)
+    assert.equal(10, find(prof:lines(), { line = 13 }).count)
+    -- the stacks reach the root of the thread that started
+    local chunk = false
+    for line in pairs(folded_lines(prof:folded())) do
+      if line:find("^[^;]*busted") or line:find("^main chunk") then chunk = true end
+    end
+    assert.is_true(chunk)
+  end)
+
+  it("is closed by <close> and close, idempotently", function()
+    local ev
+    do
+      local p <close> = assert(perf.profiler())
+      ev = p.event
+      p:start()
+    end
+    assert.is_false(perf.core.profile_running())
+    assert.matches("closed", tostring(ev))
+    local p = assert(perf.profiler())
+    assert.is_true(p:close())
+    assert.is_true(p:close())
+    assert.matches("%(closed%)$", tostring(p))
+    local ok, err = pcall(p.start, p)
+    assert.is_false(ok)
+    H.assert_has("attempt to use a closed perf profiler", err)
+  end)
+
+  it("is stopped and released by the garbage collector when never stopped", function()
+    local resume = coroutine.resume
+    local before = H.fd_count()
+    do
+      local p = assert(perf.profiler { event = "task-clock", freq = 2000 })
+      p:start()
+      local x = 0
+      for i = 1, 1e6 do x = x + i end
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.is_false(perf.core.profile_running())
+    assert.equal(resume, coroutine.resume)
+    assert.is_nil(debug.gethook())
+    assert.equal(before, H.fd_count())
+    local prof = assert(perf.profile(fx.one))      -- and profiling works again
+    assert.is_true(prof.samples >= 0)
+  end)
+end)
