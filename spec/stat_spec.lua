@@ -77,8 +77,8 @@ describe("perf.stat", function()
 
   it("expands a tracepoint pattern to one event per match, as perf stat -e does", function()
     local argv = { "sh", "-c", "ls / >/dev/null; cat /etc/hostname" }
-    local theirs = perf_stat(argv, { "'syscalls:sys_enter_open*'", "'sched:sched_process_*'" })
-    local r = assert(perf.stat(argv, "syscalls:sys_enter_open*,sched:sched_process_*", QUIET))
+    local theirs = perf_stat(argv, { "'syscalls:sys_enter_open*'", "'sched:sched_process_ex*'" })
+    local r = assert(perf.stat(argv, "syscalls:sys_enter_open*,sched:sched_process_ex*", QUIET))
     local n = 0
     for name, count in pairs(theirs) do
       n = n + 1
@@ -308,6 +308,51 @@ describe("perf.stat", function()
     assert.is_true(msec > 0.8 * 100 * #online)
   end)
 
+  -- perf stat -x, -a AGGR on a command: the keys and CPU numbers of its rows
+  local function perf_rows(aggr)
+    local out = os.tmpname()
+    assert(os.execute(("perf stat -x, -a %s -o %s -e page-faults -- true >/dev/null 2>&1"):format(aggr, out)))
+    local rows = {}
+    for l in io.lines(out) do
+      local key, nr = l:match("^([%w-]+),(%d+),%d+,,page%-faults,")
+      if not key then key = l:match("^(CPU%d+),%d+,,page%-faults,") end
+      if key then rows[#rows + 1] = { key = key, nr = math.tointeger(tonumber(nr)) } end
+    end
+    os.remove(out)
+    return rows
+  end
+
+  it("counts per core, die, socket or CPU with aggregate, as perf stat --per-core, -A ...", function()
+    local argv = { "sh", "-c", "ls / >/dev/null; cat /etc/hostname" }
+    for kind, option in pairs { core = "--per-core", die = "--per-die", socket = "--per-socket", cpu = "-A" } do
+      local r = assert(perf.stat(argv, { "syscalls:sys_enter_openat", "task-clock", "software/config=999/" },
+        { stdout = "/dev/null", all_cpus = true, aggregate = kind }))
+      local theirs = perf_rows(option)
+      assert.are.equal("table", type(r.per))
+      assert.are.equal(kind, r.per.kind)
+      assert.are.equal(#theirs, #r.per, kind)
+      local sums = { 0, 0 }
+      for k, row in ipairs(r.per) do
+        assert.are.equal(theirs[k].key, row.key)
+        if kind ~= "cpu" then assert.are.equal(theirs[k].nr, row.nr) end
+        for i = 1, 2 do
+          assert.are.equal(row.events[i].value, row[i])
+          assert.are.equal(r.events[i].name, row.events[i].name)
+          sums[i] = sums[i] + row.events[i].raw
+          local on_cpus = 0
+          for _, c in ipairs(row.cpus) do on_cpus = on_cpus + r.events[i].cpus[c] end
+          assert.are.equal(on_cpus, row[i])
+        end
+        assert.are.equal(row[1], row["syscalls:sys_enter_openat"])
+        assert.is_false(row[3])                      -- not supported here, as in the totals
+        assert.is_false(row.events[3].supported)
+      end
+      assert.are.equal(r.events[1].raw, sums[1])     -- the rows add up to the totals
+      assert.are.equal(r.events[2].raw, sums[2])
+      assert.is_true(r[1] > 0)
+    end
+  end)
+
   it("counts the CPUs it is given with cpus, as perf stat -C", function()
     local last = perf.cpus.online()[#perf.cpus.online()]
     local r = assert(perf.stat({ "sleep", "0.05" }, { "cpu-clock" }, { cpus = tostring(last) }))
@@ -384,7 +429,11 @@ describe("perf.stat", function()
       "perf.stat: argument 2 of the command: a string expected, got number")
     assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
-      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval)")
+      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, aggregate)")
+    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { aggregate = "core" }) end,
+      'perf.stat: aggregate = "core" counts per core: it needs all_cpus or cpus, as perf stat --per-core needs -a')
+    assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { all_cpus = true, aggregate = "node" }) end,
+      "perf.stat: aggregate must be one of cpu, core, die, socket, got node")
     for _, bad in ipairs { 0, 1.5, math.maxinteger } do
       assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { interval = bad, on_interval = print }) end,
         "perf.stat: interval must be a whole number of milliseconds, 1 to 2147483647")
@@ -546,6 +595,96 @@ describe("perf.stat_format", function()
   end)
 end)
 
+describe("perf.stat_format's JSON, beside perf stat -j", function()
+  local F = require "perf.stat_format"
+
+  -- The objects of JSON lines, each as its keys in order and its values
+  -- (strings unquoted), perf's "(null)" metric unit read as "".
+  local function objects(text)
+    local out = {}
+    for line in text:gmatch("[^\n]+") do
+      assert.matches("^{.*}$", line)
+      local o = { keys = {}, values = {} }
+      for key, value in line:gmatch('"([%w%-]+)" : ("?[^",}]*"?)') do
+        value = value:match('^"(.*)"$') or tonumber(value)
+        if value == "(null)" then value = "" end
+        o.keys[#o.keys + 1], o.values[key] = key, value
+      end
+      out[#out + 1] = o
+    end
+    return out
+  end
+
+  local function perf_json(args)
+    local out = os.tmpname()
+    assert(os.execute(("perf stat -j -o %s %s >/dev/null 2>&1"):format(out, args)))
+    local f = assert(io.open(out))
+    local text = f:read("a"):gsub("^# started on [^\n]*\n", "")
+    f:close()
+    os.remove(out)
+    return objects(text)
+  end
+
+  local function same_shape(theirs, ours, exact)
+    assert.are.equal(#theirs, #ours)
+    for k, o in ipairs(ours) do
+      local t = theirs[k]
+      assert.same(t.keys, o.keys)
+      for _, key in ipairs { "event", "unit", "metric-unit", "core", "socket", "die", "cpu", "aggregate-number" } do
+        -- perf 6.1 numbers a place's <not supported> row 1, whatever its CPUs
+        if key ~= "aggregate-number" or o.values["counter-value"] ~= "<not supported>" then
+          assert.are.equal(t.values[key], o.values[key], key)
+        end
+      end
+      assert.are.equal(type(t.values["counter-value"]), type(o.values["counter-value"]))
+      if exact[o.values.event] then
+        assert.are.equal(t.values["counter-value"], o.values["counter-value"], o.values.event)
+      end
+    end
+  end
+
+  local EVENTS = { "task-clock", "page-faults", "syscalls:sys_enter_openat", "software/config=999/" }
+  local EXACT = { ["syscalls:sys_enter_openat"] = true, ["software/config=999/"] = true }
+
+  it("writes perf's keys, units and metrics, in perf's order", function()
+    local theirs = perf_json("-e " .. table.concat(EVENTS, ",") .. " -- ls /")
+    local r = assert(perf.stat({ "ls", "/" }, EVENTS, QUIET))
+    local ours = objects(F.json(F.summary { r }))
+    same_shape(theirs, ours, EXACT)
+    assert.are.equal("34.000000", ours[3].values["counter-value"])
+    assert.are.equal("<not supported>", ours[4].values["counter-value"])
+    assert.are.equal(r.events[1].time_running, ours[1].values["event-runtime"])
+    assert.are.equal(r.events[1].value / 1e6, tonumber(ours[1].values["counter-value"]))
+  end)
+
+  it("adds the variance of several runs as perf stat -r does", function()
+    local theirs = perf_json("-r 2 -e " .. table.concat(EVENTS, ",") .. " -- ls /")
+    local runs = {}
+    for k = 1, 2 do runs[k] = assert(perf.stat({ "ls", "/" }, EVENTS, QUIET)) end
+    local ours = objects(F.json(F.summary(runs)))
+    same_shape(theirs, ours, EXACT)
+    assert.are.equal(0, ours[3].values.variance)
+  end)
+
+  it("leads rows per core, socket and CPU with perf's members", function()
+    for kind, option in pairs { core = "--per-core", socket = "--per-socket", cpu = "-A" } do
+      local theirs = perf_json("-a " .. option .. " -e task-clock,software/config=999/ -- true")
+      local r = assert(perf.stat({ "true" }, { "task-clock", "software/config=999/" },
+        { all_cpus = true, aggregate = kind }))
+      same_shape(theirs, objects(F.json(F.summary { r })), EXACT)
+    end
+  end)
+
+  it("leads intervals with the time", function()
+    local got
+    assert(perf.stat({ "true" }, { "task-clock" }, { interval = 1000, on_interval = function(r)
+      got = objects(F.interval(r, 0, "json"))
+    end }))
+    assert.same({ "interval", "counter-value", "unit", "event", "event-runtime", "pcnt-running",
+      "metric-value", "metric-unit" }, got[1].keys)
+  end)
+end)
+
 describe("perf-lua stat", function()
   local function example(args)
     local out = os.tmpname()
@@ -556,6 +695,50 @@ describe("perf-lua stat", function()
     os.remove(out)
     return text, how == "exit" and code or nil, ok
   end
+
+  -- Each row line of a perf stat table: its place (the text before the
+  -- count) and the column where the event's name starts.
+  local function table_rows(text)
+    local out = {}
+    for line in text:gmatch("[^\n]+") do
+      local start = line:find(" [%a][%w:%-/=]+ *#") or line:find(" [%a][%w:%-/=]+ *$")
+      if line:find("page%-faults") or line:find("task%-clock") then
+        out[#out + 1] = { place = line:match("^(.-) +[%d.,]+ ") or line:match("^(.-) +<"), column = start }
+      end
+    end
+    return out
+  end
+
+  it("names the rows per core, socket and CPU as perf stat does (-a --per-core, --per-socket, -A)", function()
+    for _, option in ipairs { "--per-core", "--per-socket", "-A", "--per-die" } do
+      local args = ("-a %s -e task-clock,page-faults -- true"):format(option)
+      local out = os.tmpname()
+      assert(os.execute(("perf stat -o %s %s >/dev/null 2>&1"):format(out, args)))
+      local f = assert(io.open(out))
+      local theirs = table_rows(f:read("a"))
+      f:close()
+      os.remove(out)
+      local text, code = example(args)
+      assert.are.equal(0, code)
+      local ours = table_rows(text)
+      assert.is_true(#ours >= 2)
+      assert.same(theirs, ours, option)
+    end
+    local _, code = example("--per-core -e task-clock -- true")
+    assert.are.equal(129, code)
+  end)
+
+  it("prints JSON lines with -j, as perf stat -j", function()
+    local text, code = example("-j -e task-clock,syscalls:sys_enter_openat -- ls /")
+    assert.are.equal(0, code)
+    local theirs = perf_stat({ "ls", "/" }, { "syscalls:sys_enter_openat" })["syscalls:sys_enter_openat"]
+    assert.matches('^{"counter%-value" : "[%d.]+", "unit" : "msec", "event" : "task%-clock", '
+      .. '"event%-runtime" : %d+, "pcnt%-running" : 100%.00, "metric%-value" : [%d.]+, "metric%-unit" : "CPUs utilized"}\n', text)
+    assert.matches(('\n{"counter%%-value" : "%d%%.000000", "unit" : "", "event" : "syscalls:sys_enter_openat", ')
+      :format(theirs), text)
+    text = example("-j -I 1000 -a --per-socket -e task-clock -- true")
+    assert.matches('^{"interval" : [%d.]+, "socket" : "S0", "aggregate%-number" : %d+, "counter%-value" : ', text)
+  end)
 
   it("prints what perf stat -x prints for a tracepoint, and exits with the command's status", function()
     local theirs = perf_stat({ "ls", "-l", "/" }, { "syscalls:sys_enter_openat" })

@@ -31,7 +31,14 @@
 -- opts.all_cpus counts everything on every online CPU while the command
 -- runs, as perf stat -a; opts.cpus (a list, or "0-3,5") on those CPUs, as
 -- perf stat -C. The counts are then summed over the CPUs, and
--- events[i].cpus[c] is the count on CPU c.
+-- events[i].cpus[c] is the count on CPU c. With them, opts.aggregate =
+-- "core", "die", "socket" or "cpu" also gives the counts per core (die,
+-- socket, CPU) as perf stat --per-core (--per-die, --per-socket, -A) prints
+-- them: r.per (r.per.kind = "core") lists the places in perf's order, each
+-- { key = "S0-D0-C1" (perf's name), nr = (its CPUs counted), cpus = {...},
+-- socket =, die =, core = (or cpu =), events = (as r.events, summed over
+-- its CPUs then scaled), [i] and [name] = its counts }; the topology is
+-- sysfs's (perf.topology).
 --
 -- opts.interval (ms) with opts.on_interval(r) calls on_interval while the
 -- command runs, every interval, with the counts of that interval, as perf
@@ -41,6 +48,7 @@
 local core = require "perf.core"
 local glob = require "perf.glob"
 local group = require "perf.group"
+local topology = require "perf.topology"
 local measure = require "perf.measure"
 
 local M = {}
@@ -81,7 +89,7 @@ local function is_group_string(s)
 end
 
 local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
-  all_cpus = true, cpus = true, interval = true, on_interval = true }
+  all_cpus = true, cpus = true, interval = true, on_interval = true, aggregate = true }
 
 -- the longest interval: about 24 days, so interval counts stay exact in ns
 local MAX_INTERVAL = 0x7fffffff
@@ -104,7 +112,7 @@ local function check_args(argv, events, opts)
     for k in pairs(opts) do
       if not OPTS[k] then
         error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit, "
-          .. "all_cpus, cpus, interval, on_interval)")
+          .. "all_cpus, cpus, interval, on_interval, aggregate)")
           :format(tostring(k)), 0)
       end
     end
@@ -115,6 +123,17 @@ local function check_args(argv, events, opts)
     end
     if type(opts.on_interval) ~= "function" then
       error("perf.stat: interval needs on_interval, a function to call with each interval's counts", 0)
+    end
+  end
+  if opts ~= nil and opts.aggregate ~= nil then
+    if not topology.is_kind(opts.aggregate) then
+      error(("perf.stat: aggregate must be one of %s, got %s"):format(
+        table.concat(topology.kinds, ", "), tostring(opts.aggregate)), 0)
+    end
+    if not opts.all_cpus and opts.cpus == nil then
+      error(("perf.stat: aggregate = %q counts per %s: it needs all_cpus or cpus, "
+        .. "as perf stat --per-%s needs -a"):format(opts.aggregate, opts.aggregate,
+        opts.aggregate), 0)
     end
   end
   if type(events) == "string" then events = M.split(events) end
@@ -217,14 +236,21 @@ end
 -- Member i of the groups gs (one per target) summed, as perf stat adds up
 -- the CPUs: the counts and times summed, then scaled; less `prev` (the sums
 -- of an earlier read, for an interval). cpus[k] names the target of gs[k]
--- (nil for a task). Returns the event's details.
+-- (nil for a task). Returns the event's details, the sums to pass as
+-- prev, and each CPU's { count, enabled, running } (less prev's).
 local function add_up(gs, i, cpus, prev)
   local sum, en_sum, run_sum, per_cpu = 0, 0, 0, cpus and {} or nil
+  local reads, raw = {}, {}
   for k, g in ipairs(gs) do
     local v, en, run = g[i]:read()
     if not v then return nil, en, run end
     sum, en_sum, run_sum = sum + v, en_sum + en, run_sum + run
-    if per_cpu then per_cpu[cpus[k]] = (core.scale(v, en, run)) end
+    if cpus then
+      local c, p = cpus[k], prev and prev.cpus[cpus[k]] or { 0, 0, 0 }
+      reads[c] = { v, en, run }
+      raw[c] = { v - p[1], en - p[2], run - p[3] }
+      per_cpu[c] = (core.scale(raw[c][1], raw[c][2], raw[c][3]))
+    end
   end
   local e = { raw = sum, time_enabled = en_sum, time_running = run_sum, cpus = per_cpu }
   if prev then
@@ -232,15 +258,46 @@ local function add_up(gs, i, cpus, prev)
       run_sum - prev.time_running
   end
   e.value, e.fraction = core.scale(e.raw, e.time_enabled, e.time_running)
-  return e, { raw = sum, time_enabled = en_sum, time_running = run_sum }
+  return e, { raw = sum, time_enabled = en_sum, time_running = run_sum, cpus = reads }, raw
+end
+
+local DETAILS = { "name", "unit", "scale", "type", "config", "group", "supported" }
+
+-- r.per: the counts of every event per place (core, socket, ... as
+-- topology.aggregate gathers the CPUs), each summed over its CPUs then
+-- scaled; raw[n][c] is event n's { count, enabled, running } on CPU c.
+local function aggregate(r, raw, kind, cpus)
+  r.per = { kind = kind }
+  for p, place in ipairs(topology.aggregate(kind, cpus)) do
+    local row = { events = {} }
+    for k, v in pairs(place) do row[k] = v end
+    for n, total in ipairs(r.events) do
+      local e = {}
+      for _, k in ipairs(DETAILS) do e[k] = total[k] end
+      if total.supported then
+        local v, en, run = 0, 0, 0
+        for _, c in ipairs(place.cpus) do
+          local t = raw[n][c]
+          v, en, run = v + t[1], en + t[2], run + t[3]
+        end
+        e.raw, e.time_enabled, e.time_running = v, en, run
+        e.value, e.fraction = core.scale(v, en, run)
+      else
+        e.value, e.error, e.errno = false, total.error, total.errno
+      end
+      row.events[n], row[n] = e, e.value
+      if row[e.name] == nil then row[e.name] = e.value end
+    end
+    r.per[p] = row
+  end
 end
 
 -- The results table: the counts of every event now (since prev, the sums
 -- an earlier call returned, for an interval), and the sums to pass as prev
 -- next time. units[u] that could not open have skipped[u] = { message,
 -- errno } instead of groups.
-local function collect(opened, skipped, units, cpus, prev)
-  local r, sums = { events = {}, notes = nil }, {}
+local function collect(opened, skipped, units, cpus, prev, kind)
+  local r, sums, raw = { events = {}, notes = nil }, {}, {}
   local n = 0
   for u, list in ipairs(units) do
     local gs = opened[u]
@@ -252,6 +309,7 @@ local function collect(opened, skipped, units, cpus, prev)
     for i = 1, #gs[1] do
       local e, sum, errno = add_up(gs, i, cpus, prev and prev[n + 1])
       if not e then return nil, sum, errno end
+      raw[n + 1] = errno
       local extra = list[i].extra or {}
       local attr = gs[1][i]:attr()                 -- integer type and config
       e.name, e.unit, e.scale, e.supported = gs[1][i]:name(), extra.unit, extra.scale, true
@@ -263,6 +321,7 @@ local function collect(opened, skipped, units, cpus, prev)
     end
     ::next_unit::
   end
+  if kind then aggregate(r, raw, kind, cpus) end
   return r, sums
 end
 
@@ -270,7 +329,7 @@ end
 -- with the counts of that interval (and once more for the part before the
 -- exit, as perf stat -I prints it). Returns what child:wait returned; an
 -- error in on_interval is raised once the counters are closed.
-local function watch(child, opened, skipped, units, opts, stop)
+local function watch(child, opened, skipped, units, opts, stop, cpus)
   local period, k, prev = opts.interval * 1000000, 0, nil
   while true do
     local left = ((k + 1) * period - child:elapsed() + 999999) // 1000000
@@ -283,7 +342,7 @@ local function watch(child, opened, skipped, units, opts, stop)
     end
     k = k + 1
     local r, sums
-    r, sums, errno = collect(opened, skipped, units, nil, prev)
+    r, sums, errno = collect(opened, skipped, units, cpus, prev, opts.aggregate)
     if not r then return nil, sums, errno end
     r.notes, r.interval, r.time = nil, k, w and w.elapsed or child:elapsed()
     prev = sums
@@ -358,7 +417,7 @@ local function run(argv, events, opts)
   end
   local w
   if opts.interval then
-    w, msg, errno = watch(child, opened, skipped, units, opts, stop)
+    w, msg, errno = watch(child, opened, skipped, units, opts, stop, cpus)
     if not w then return fail(msg, errno) end
   else
     w, msg, errno = child:wait()
@@ -367,7 +426,7 @@ local function run(argv, events, opts)
     if not ok then return fail(msg, errno) end
   end
   local r
-  r, msg, errno = collect(opened, skipped, units, cpus)
+  r, msg, errno = collect(opened, skipped, units, cpus, nil, opts.aggregate)
   if not r then return fail(msg, errno) end
   for k, v in pairs(w) do r[k] = v end
   close_all(opened, #units)

@@ -6,6 +6,7 @@
 --   local s = F.summary { r1, r2, r3 }     -- results of perf.stat, one per run
 --   io.stderr:write(F.text(s, argv))        -- perf stat's table
 --   io.stderr:write(F.csv(s, ","))          -- perf stat -x,
+--   io.stderr:write(F.json(s))              -- perf stat -j
 --
 -- Clock events (task-clock, cpu-clock) print in msec with "CPUs utilized";
 -- other counts print with thousands separators and a rate per second of
@@ -57,28 +58,65 @@ end
 -- summary: { runs, events = { { name, value, noise, fraction, running,
 -- clock, unit, scale } ... }, elapsed, elapsed_noise, user, sys, status }.
 -- An event perf.stat could not count is { name, supported = false }.
-function F.summary(runs)
-  assert(#runs >= 1, "no runs")
-  local first = runs[1]
-  local s = { runs = #runs, events = {}, status = runs[#runs].status, signal = runs[#runs].signal }
-  for i, e in ipairs(first.events) do
+-- lists[k] is the events of run k (r.events, or a row's events): their
+-- summary.
+local function summarize(lists)
+  local out = {}
+  for i, e in ipairs(lists[1]) do
     if e.supported == false then
-      s.events[i] = { name = e.name, supported = false }
+      out[i] = { name = e.name, supported = false }
       goto next_event
     end
     local values, fractions, running = {}, {}, {}
-    for k, r in ipairs(runs) do
-      local ek = r.events[i]
+    for k, list in ipairs(lists) do
+      local ek = list[i]
       values[k], fractions[k], running[k] = ek.value, ek.fraction, ek.time_running
     end
     local mean, noise = F.mean_noise(values)
-    s.events[i] = {
+    out[i] = {
       name = e.name, value = mean, noise = noise,
       fraction = (F.mean_noise(fractions)), running = (F.mean_noise(running)),
       clock = is_clock(e), unit = e.unit, scale = e.scale,
     }
     ::next_event::
   end
+  return out
+end
+
+-- The rows of r.per (counts per core, socket, CPU or thread) summarised
+-- over the runs that have each row's key, in the first run's order then
+-- the keys only later runs have.
+local function summarize_per(runs)
+  local kind = runs[1].per.kind
+  local order, lists, rows = {}, {}, {}
+  for _, r in ipairs(runs) do
+    for _, row in ipairs(r.per or {}) do
+      if not lists[row.key] then
+        order[#order + 1], lists[row.key], rows[row.key] = row.key, {}, row
+      end
+      local l = lists[row.key]
+      l[#l + 1] = row.events
+    end
+  end
+  local per = { kind = kind }
+  for k, key in ipairs(order) do
+    local row = {}
+    for f, v in pairs(rows[key]) do
+      if math.type(f) ~= "integer" and f ~= "events" and type(v) ~= "table" then row[f] = v end
+    end
+    row.events = summarize(lists[key])
+    per[k] = row
+  end
+  return per
+end
+
+function F.summary(runs)
+  assert(#runs >= 1, "no runs")
+  local s = { runs = #runs, status = runs[#runs].status, signal = runs[#runs].signal }
+  local lists = {}
+  for k, r in ipairs(runs) do lists[k] = r.events end
+  s.events = summarize(lists)
+  if runs[1].per then s.per = summarize_per(runs) end
   local el, us, sy = {}, {}, {}
   for k, r in ipairs(runs) do el[k], us[k], sy[k] = r.elapsed, r.user, r.sys end
   s.elapsed, s.elapsed_noise = F.mean_noise(el)
@@ -86,11 +124,68 @@ function F.summary(runs)
   return s
 end
 
--- The clock event's mean, in ns, or nil.
+-- The clock event's mean, in ns, or nil (of a summary or one of its rows).
 local function clock_ns(s)
   for _, e in ipairs(s.events) do
     if e.clock then return e.value end
   end
+end
+
+-- What is printed: the totals, or with s.per a row per place or thread.
+local function rows(s)
+  return s.per or { s }
+end
+
+-- perf's prefixes of an aggregated row, per output: text columns, CSV
+-- fields, JSON members. perf stat --per-core prints "S0-D0-C0" and the
+-- number of CPUs in it, -A "CPU0", --per-thread "comm-tid".
+local TEXT_WIDTH = { core = 15, die = 12, socket = 6 }
+local JSON_NAME = { core = "core", die = "die", socket = "socket" }
+
+local function text_prefix(kind, row)
+  if kind == "cpu" then return ("CPU%-7d "):format(row.cpu) end
+  if kind == "thread" then return ("%16s-%-8d "):format(row.comm or "", row.tid) end
+  return ("%-" .. TEXT_WIDTH[kind] .. "s %4d "):format(row.key, row.nr)
+end
+
+local function csv_prefix(kind, row, sep)
+  if kind == "cpu" or kind == "thread" then return row.key .. sep end
+  return row.key .. sep .. row.nr .. sep
+end
+
+local function json_string(v)
+  return '"' .. tostring(v):gsub('[%c"\\]', function(c)
+    if c == '"' or c == "\\" then return "\\" .. c end
+    return ("\\u%04x"):format(c:byte())
+  end) .. '"'
+end
+
+local function json_prefix(kind, row)
+  if kind == "cpu" then return ('"cpu" : "%d", '):format(row.cpu) end
+  if kind == "thread" then return ('"thread" : %s, '):format(json_string(row.key)) end
+  return ('"%s" : %s, "aggregate-number" : %d, '):format(JSON_NAME[kind], json_string(row.key), row.nr)
+end
+
+-- Each printed line: line(e, s, clock, prefix) for every event of every
+-- row, prefix(kind, row) leading the rows of s.per. perf prints a place's
+-- events together, but per CPU (-A) each event's CPUs together.
+local function each_line(s, line, prefix)
+  local out = {}
+  local kind = s.per and s.per.kind
+  local list = rows(s)
+  local function add(row, i)
+    out[#out + 1] = line(row.events[i], s, clock_ns(row), kind and prefix(kind, row) or "") .. "\n"
+  end
+  if kind == "cpu" then
+    for i = 1, #s.events do
+      for _, row in ipairs(list) do add(row, i) end
+    end
+  else
+    for _, row in ipairs(list) do
+      for i = 1, #row.events do add(row, i) end
+    end
+  end
+  return table.concat(out)
 end
 
 -- The value as perf prints it, its unit column, and the metric (value,
@@ -144,8 +239,8 @@ function F.text(s, what)
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
   add("\n Performance counter stats for '%s'%s:\n\n", type(what) == "string" and what or quote(what),
     s.runs > 1 and (" (%d runs)"):format(s.runs) or "")
-  local clock = clock_ns(s)
-  for _, e in ipairs(s.events) do add("%s\n", text_row(e, s, clock)) end
+  out[#out + 1] = each_line(s, function(e, _, clock, lead) return lead .. text_row(e, s, clock) end,
+    text_prefix)
   if s.runs > 1 then
     add("\n%18.9f +- %.9f seconds time elapsed  ( +-%6.2f%% )\n",
       s.elapsed / 1e9, s.elapsed * s.elapsed_noise / 100 / 1e9, s.elapsed_noise)
@@ -187,32 +282,86 @@ end
 
 --- perf stat -x SEP: value, unit, event, [noise%,] running ns, % running,
 -- metric, metric unit.
+-- Rows per place or thread lead with perf's key (and the number of CPUs
+-- in a core, die or socket).
 function F.csv(s, sep)
-  local out = {}
-  local clock = clock_ns(s)
-  for _, e in ipairs(s.events) do out[#out + 1] = csv_row(e, s, clock, sep) .. "\n" end
-  return table.concat(out)
+  return each_line(s, function(e, _, clock, lead) return lead .. csv_row(e, s, clock, sep) end,
+    function(kind, row) return csv_prefix(kind, row, sep) end)
 end
 
---- The header perf stat -I prints above its intervals (not with -x).
-function F.interval_header()
-  return "#           time             counts unit events\n"
+-- One event as perf stat -j writes it (without the braces): the value a
+-- string ("%f", msec for clocks, or <not supported>/<not counted>), the
+-- noise of several runs as "variance", the running time and its percentage,
+-- the metric. Where perf 6.1 writes "(null)" for a metric it has no unit
+-- for, this writes "".
+local function json_row(e, s, clock)
+  local value, unit, metric, munit, runtime, pcnt
+  if e.supported == false then
+    value, unit, runtime, pcnt = NOT_SUPPORTED, "", 0, 100
+  else
+    local v
+    v, unit, metric, munit = columns(e, s, clock)
+    if e.running == 0 then
+      value, runtime, pcnt, metric, munit = NOT_COUNTED, 0, 100, nil, nil
+    else
+      value = ("%f"):format(v)
+      runtime, pcnt = math.floor(e.running + 0.5), 100 * e.fraction
+    end
+  end
+  local f = { ('"counter-value" : %s, "unit" : %s, "event" : %s, '):format(
+    json_string(value), json_string(unit), json_string(e.name)) }
+  if s.runs > 1 then f[#f + 1] = ('"variance" : %.2f, '):format(e.noise or 0) end
+  f[#f + 1] = ('"event-runtime" : %d, "pcnt-running" : %.2f, "metric-value" : %f, "metric-unit" : %s')
+    :format(runtime, pcnt, metric or 0, json_string(munit or ""))
+  return table.concat(f)
+end
+
+--- perf stat -j: one JSON object a line per event (per row with s.per),
+-- with perf's keys: counter-value, unit, event, [variance,] event-runtime,
+-- pcnt-running, metric-value, metric-unit; aggregated rows lead with
+-- "core"/"die"/"socket" and "aggregate-number", "cpu" or "thread".
+function F.json(s)
+  return each_line(s, function(e, _, clock, lead) return "{" .. lead .. json_row(e, s, clock) .. "}" end,
+    json_prefix)
+end
+
+-- perf stat -I's header, per aggregation (opts.aggregate, "thread")
+local HEADERS = {
+  core = "#           time core            cpus             counts unit events\n",
+  die = "#           time die          cpus             counts unit events\n",
+  socket = "#           time socket cpus             counts unit events\n",
+  cpu = "#           time CPU                    counts unit events\n",
+  thread = "#           time             comm-pid                  counts unit events\n",
+}
+
+--- The header perf stat -I prints above its intervals (not with -x or
+-- -j); `kind` is the aggregation, if any.
+function F.interval_header(kind)
+  return HEADERS[kind] or "#           time             counts unit events\n"
 end
 
 --- One interval (what perf.stat passes to on_interval) as perf stat -I
 -- prints it: each row led by the time in seconds, as text or, with `sep`,
--- as CSV. `since` is when the interval began (ns since the exec; 0 for the
--- first), so rates and CPUs utilized are of the interval.
+-- as CSV, or with sep == "json" as perf stat -j -I writes it (an
+-- "interval" member first). `since` is when the interval began (ns since
+-- the exec; 0 for the first), so rates and CPUs utilized are of the
+-- interval.
 function F.interval(r, since, sep)
   local s = F.summary { setmetatable({ elapsed = r.time - since, user = 0, sys = 0 }, { __index = r }) }
-  local clock = clock_ns(s)
   local time = ("%16.9f"):format(r.time / 1e9)
-  local out = {}
-  for _, e in ipairs(s.events) do
-    out[#out + 1] = sep and time .. sep .. csv_row(e, s, clock, sep) .. "\n"
-      or time .. " " .. text_row(e, s, clock) .. "\n"
+  if sep == "json" then
+    local lead = ('"interval" : %.9f, '):format(r.time / 1e9)
+    return each_line(s, function(e, _, clock, prefix)
+      return "{" .. lead .. prefix .. json_row(e, s, clock) .. "}"
+    end, json_prefix)
+  elseif sep then
+    return each_line(s, function(e, _, clock, lead)
+      return time .. sep .. lead .. csv_row(e, s, clock, sep)
+    end, function(kind, row) return csv_prefix(kind, row, sep) end)
   end
-  return table.concat(out)
+  return each_line(s, function(e, _, clock, lead)
+    return time .. " " .. lead .. text_row(e, s, clock)
+  end, text_prefix)
 end
 
 return F

@@ -1,6 +1,6 @@
 -- perf-lua stat: run a command and print what it cost, as perf stat does.
 --
---   perf-lua stat [-e EVENTS]... [-r N] [-x SEP] [-i] [-a] [-C LIST] [-I MS] [-o FILE] [--] COMMAND [ARG]...
+--   perf-lua stat [-e EVENTS]... [-r N] [-x SEP | -j] [-i] [-a] [-C LIST] [-A | --per-core | --per-die | --per-socket] [-I MS] [-o FILE] [--] COMMAND [ARG]...
 --
 --   -e, --event EVENTS     events, comma-separated, in perf's syntax ("{a,b}" a
 --                          group); default: task-clock,context-switches,
@@ -8,9 +8,14 @@
 --   -r, --repeat N         run the command N times; print means and their variation
 --   -x, --field-separator SEP
 --                          print CSV with this separator (and no notes)
+--   -j, --json             print a JSON object per line, with perf stat -j's keys
 --   -i, --no-inherit       do not count the command's children
 --   -a, --all-cpus         count everything on every CPU while the command runs
 --   -C, --cpu LIST         count everything on these CPUs ("0-3,5") while it runs
+--   -A, --no-aggr          with -a or -C: the counts of each CPU
+--       --per-core         with -a or -C: the counts of each core ("S0-D0-C1")
+--       --per-die          with -a or -C: the counts of each die ("S0-D0")
+--       --per-socket       with -a or -C: the counts of each socket ("S0")
 --   -I, --interval-print MS
 --                          print the counts of every MS milliseconds while it
 --                          runs, instead of the totals at the end
@@ -30,10 +35,15 @@ end
 -- perf stat's long option names
 local LONG = { ["--event"] = "-e", ["--repeat"] = "-r", ["--field-separator"] = "-x",
   ["--no-inherit"] = "-i", ["--all-cpus"] = "-a", ["--cpu"] = "-C",
-  ["--interval-print"] = "-I", ["--output"] = "-o", ["--help"] = "-h" }
+  ["--interval-print"] = "-I", ["--output"] = "-o", ["--help"] = "-h", ["--json"] = "-j",
+  ["--no-aggr"] = "-A" }
+
+-- perf stat's aggregation options: opts.aggregate
+local AGGREGATE = { ["-A"] = "cpu", ["--per-core"] = "core", ["--per-die"] = "die",
+  ["--per-socket"] = "socket" }
 
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
-local interval
+local interval, json, aggregate
 local argv = {}
 local i = 1
 while i <= #arg do
@@ -58,6 +68,10 @@ while i <= #arg do
     if not runs or runs < 1 then usage("-r needs a positive count") end
   elseif opt == "-x" then
     sep = value()
+  elseif opt == "-j" then
+    json = true
+  elseif AGGREGATE[opt] then
+    aggregate = AGGREGATE[opt]
   elseif opt == "-i" then
     inherit = false
   elseif opt == "-a" then
@@ -80,6 +94,10 @@ while i <= #arg do
   i = i + 1
 end
 if #argv == 0 then usage("no command given") end
+if json and sep then usage("-j and -x do not go together") end
+if aggregate and not (all_cpus or cpus) then
+  usage(("%s counts per CPU: use it with -a or -C"):format(aggregate == "cpu" and "-A" or "--per-" .. aggregate))
+end
 if #events == 0 then events = { "task-clock", "context-switches", "cpu-migrations", "page-faults" } end
 
 local out = io.stderr
@@ -88,9 +106,9 @@ if outfile then out = assert(io.open(outfile, "w")) end
 -- with -I, each interval is printed as it ends
 local on_interval, since
 if interval then
-  if not sep then out:write(F.interval_header()) end
+  if not sep and not json then out:write(F.interval_header(aggregate)) end
   on_interval = function(r)
-    out:write(F.interval(r, since, sep))
+    out:write(F.interval(r, since, json and "json" or sep))
     out:flush()
     since = r.time
   end
@@ -100,7 +118,7 @@ local results = {}
 for run = 1, runs do
   since = 0
   local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit, all_cpus = all_cpus,
-    cpus = cpus, interval = interval, on_interval = on_interval })
+    cpus = cpus, interval = interval, on_interval = on_interval, aggregate = aggregate })
   if not ok then usage(r) end                      -- a malformed event, ...
   if not r then
     io.stderr:write(msg, "\n")
@@ -108,7 +126,7 @@ for run = 1, runs do
     os.exit(cannot_run and (errno == 2 and 127 or 126) or 1)
   end
   for _, note in ipairs(r.notes or {}) do           -- CSV output is only the rows
-    if run == 1 and not sep then io.stderr:write("note: ", note, "\n") end
+    if run == 1 and not sep and not json then io.stderr:write("note: ", note, "\n") end
   end
   results[run] = r
 end
@@ -116,7 +134,7 @@ end
 if not interval then                                 -- perf stat -I prints no totals
   local summary = F.summary(results)
   local what = cpus and "CPU(s) " .. cpus or all_cpus and "system wide" or argv
-  out:write(sep and F.csv(summary, sep) or F.text(summary, what))
+  out:write(json and F.json(summary) or sep and F.csv(summary, sep) or F.text(summary, what))
 end
 if outfile then out:close() end
 
