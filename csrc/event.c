@@ -60,6 +60,17 @@ static long sys_perf_event_open(void *attr, pid_t pid, int cpu, int group_fd,
   return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
 }
 
+/* Whether the event of a failed cgroup open opens on `cpu` for every task:
+** the kernel checks the cgroup after the event, and answers ENOENT both
+** for an unknown event and for a cgroup of a hierarchy without perf_event. */
+static int opens_without_cgroup(void *attr, int cpu) {
+  int fd = (int)sys_perf_event_open(attr, -1, cpu < 0 ? 0 : cpu, -1,
+                                    PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
+
 int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
                  int leader, unsigned long flags, const char *name) {
   /* An attr larger than ours is passed zero-padded: the kernel accepts
@@ -93,7 +104,8 @@ int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
     err = errno;
     if (arg == big) memcpy(&a, big, sizeof a);   /* E2BIG writes back size */
     pl_open_hint(err, &a, pid, cpu, group_fd, hint, sizeof hint);
-    if (err == EBADF && (flags & PERF_FLAG_PID_CGROUP) && group_fd == -1)
+    if ((flags & PERF_FLAG_PID_CGROUP) && group_fd == -1 &&
+        (err == EBADF || (err == ENOENT && opens_without_cgroup(arg, cpu))))
       snprintf(hint, sizeof hint, "the cgroup directory is not in a hierarchy with "
                "the perf_event controller: give a directory of the cgroup v2 "
                "hierarchy (mount -t cgroup2) or of a v1 hierarchy mounted with "

@@ -155,6 +155,21 @@ describe("misuse raises", function()
     assert.matches("not in a hierarchy with the perf_event controller", msg, 1, true)
   end)
 
+  it("a cgroup of a v1 hierarchy without perf_event gets the same hint (the kernel says ENOENT)", function()
+    local dir
+    for l in io.lines("/proc/self/mounts") do
+      local d, kind, opts = l:match("^%S+ (%S+) (%S+) (%S+)")
+      if kind == "cgroup" and not opts:find("perf_event", 1, true) then dir = d break end
+    end
+    if not dir then return pending("no cgroup v1 hierarchy without perf_event is mounted here") end
+    local msg, errno = shape(perf.open("syscalls:sys_enter_openat", { cgroup = dir, cpu = 0 }))
+    assert.are.equal(2, errno)
+    assert.matches("ENOENT); the cgroup directory is not in a hierarchy with the perf_event controller", msg, 1, true)
+    -- an unknown event keeps its own hint
+    msg = shape(perf.open({ type = "software", config = 99 }, { cgroup = dir, cpu = 0 }))
+    assert.matches("the kernel has no software event with config 99", msg, 1, true)
+  end)
+
   it("a bad cgroup path is an environment failure", function()
     local msg, errno = shape(perf.open({ type = "software", config = 1 },
       { cgroup = "/nonexistent/cgroup" }))
