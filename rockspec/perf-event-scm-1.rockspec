@@ -74,6 +74,7 @@ build = {
     ["perf.syntax"] = "lua/perf/syntax.lua",
     ["perf.terms"] = "lua/perf/terms.lua",
     ["perf.tracefs"] = "lua/perf/tracefs.lua",
+    ["perf.threads"] = "lua/perf/threads.lua",
     ["perf.topology"] = "lua/perf/topology.lua",
     ["perf.tracepoint"] = "lua/perf/tracepoint.lua",
     ["perf.uprobe"] = "lua/perf/uprobe.lua",

@@ -429,7 +429,7 @@ describe("perf.stat", function()
       "perf.stat: argument 2 of the command: a string expected, got number")
     assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
-      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, aggregate)")
+      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, aggregate, per_thread)")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { aggregate = "core" }) end,
       'perf.stat: aggregate = "core" counts per core: it needs all_cpus or cpus, as perf stat --per-core needs -a')
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { all_cpus = true, aggregate = "node" }) end,
@@ -725,6 +725,28 @@ describe("perf-lua stat", function()
       assert.same(theirs, ours, option)
     end
     local _, code = example("--per-core -e task-clock -- true")
+    assert.are.equal(129, code)
+  end)
+
+  it("prints the counts of each thread with --per-thread, named as perf names them", function()
+    local argv = { "sh", "-c", "ls / >/dev/null; cat /etc/hostname >/dev/null; true" }
+    local total = perf_stat(argv, { "syscalls:sys_enter_openat" })["syscalls:sys_enter_openat"]
+    local text, code = example("--per-thread -e syscalls:sys_enter_openat -- sh -c 'ls / >/dev/null; cat /etc/hostname >/dev/null; true'")
+    assert.are.equal(0, code)
+    local names, sum = {}, 0
+    for line in text:gmatch("[^\n]*syscalls:sys_enter_openat[^\n]*") do
+      local comm, tid, n = line:match("^ *(%S+)%-(%d+) +(%d+)      syscalls:sys_enter_openat")
+      assert.truthy(comm, line)
+      assert.are.equal(17, (line:find("%-%d+ ")))               -- "%16s-%-8d ", as perf
+      assert.are.equal(50, (line:find(" syscalls")))            -- as perf -a --per-thread
+      names[#names + 1], sum = comm, sum + math.tointeger(tonumber(n))
+    end
+    assert.same({ "sh", "ls", "cat" }, names)
+    assert.are.equal(total, sum)
+    text = example("--per-thread -j -e syscalls:sys_enter_openat -- ls /")
+    assert.matches('^{"thread" : "ls%-%d+", "counter%-value" : "%d+%.000000", ', text)
+    local _
+    _, code = example("--per-thread -a -e task-clock -- true")
     assert.are.equal(129, code)
   end)
 

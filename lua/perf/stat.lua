@@ -40,6 +40,14 @@
 -- its CPUs then scaled), [i] and [name] = its counts }; the topology is
 -- sysfs's (perf.topology).
 --
+-- opts.per_thread = true also gives the counts of each thread (each task)
+-- of the command, as perf stat --per-thread prints them for a process:
+-- r.per (r.per.kind = "thread") lists the command's first task, then the
+-- others by tid, each { key = "ls-1234", comm =, tid =, pid =, events =,
+-- [i] =, [name] = }; the rows add up to the totals (perf.threads). The
+-- command is then counted on each CPU, its counts unscaled, and the events
+-- of a {group} each on its own.
+--
 -- opts.interval (ms) with opts.on_interval(r) calls on_interval while the
 -- command runs, every interval, with the counts of that interval, as perf
 -- stat -I prints them: r[i], r[name] and r.events as in the results,
@@ -48,6 +56,7 @@
 local core = require "perf.core"
 local glob = require "perf.glob"
 local group = require "perf.group"
+local threads = require "perf.threads"
 local topology = require "perf.topology"
 local measure = require "perf.measure"
 
@@ -89,7 +98,8 @@ local function is_group_string(s)
 end
 
 local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
-  all_cpus = true, cpus = true, interval = true, on_interval = true, aggregate = true }
+  all_cpus = true, cpus = true, interval = true, on_interval = true, aggregate = true,
+  per_thread = true }
 
 -- the longest interval: about 24 days, so interval counts stay exact in ns
 local MAX_INTERVAL = 0x7fffffff
@@ -112,7 +122,7 @@ local function check_args(argv, events, opts)
     for k in pairs(opts) do
       if not OPTS[k] then
         error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit, "
-          .. "all_cpus, cpus, interval, on_interval, aggregate)")
+          .. "all_cpus, cpus, interval, on_interval, aggregate, per_thread)")
           :format(tostring(k)), 0)
       end
     end
@@ -134,6 +144,16 @@ local function check_args(argv, events, opts)
       error(("perf.stat: aggregate = %q counts per %s: it needs all_cpus or cpus, "
         .. "as perf stat --per-%s needs -a"):format(opts.aggregate, opts.aggregate,
         opts.aggregate), 0)
+    end
+  end
+  if opts ~= nil and opts.per_thread ~= nil and opts.per_thread ~= false then
+    if opts.per_thread ~= true then
+      error(("perf.stat: per_thread must be true or false, got %s"):format(type(opts.per_thread)), 0)
+    end
+    for _, k in ipairs { "all_cpus", "cpus", "aggregate", "interval" } do
+      if opts[k] ~= nil and opts[k] ~= false then
+        error(("perf.stat: per_thread counts the command's threads; it does not go with %s"):format(k), 0)
+      end
     end
   end
   if type(events) == "string" then events = M.split(events) end
@@ -163,8 +183,16 @@ local function units_of(events, opts, cpu_wide)
     end
     list[1].attr.enable_on_exec = not cpu_wide or nil
     list[1].attr.disabled = true
-    units[#units + 1] = list
+    if opts.per_thread then              -- each on its own: one count per READ record
+      for _, e in ipairs(list) do
+        e.attr.enable_on_exec, e.attr.disabled = true, true
+        units[#units + 1] = { e }
+      end
+    else
+      units[#units + 1] = list
+    end
   end
+  if opts.per_thread then threads.prepare(units) end
   return units
 end
 
@@ -296,7 +324,11 @@ end
 -- an earlier call returned, for an interval), and the sums to pass as prev
 -- next time. units[u] that could not open have skipped[u] = { message,
 -- errno } instead of groups.
-local function collect(opened, skipped, units, cpus, prev, kind)
+-- With `unscaled` (a task counted on each CPU, for per_thread) the counts
+-- are not scaled: the kernel's times then say how long the task ran on
+-- each CPU, not how long each counter was multiplexed; time_enabled is
+-- then the time the task ran, as time_running.
+local function collect(opened, skipped, units, cpus, prev, kind, unscaled)
   local r, sums, raw = { events = {}, notes = nil }, {}, {}
   local n = 0
   for u, list in ipairs(units) do
@@ -310,6 +342,10 @@ local function collect(opened, skipped, units, cpus, prev, kind)
       local e, sum, errno = add_up(gs, i, cpus, prev and prev[n + 1])
       if not e then return nil, sum, errno end
       raw[n + 1] = errno
+      if unscaled then
+        e.value, e.fraction, e.time_enabled = e.raw, 1, e.time_running
+        for c in pairs(e.cpus or {}) do e.cpus[c] = errno[c][1] end
+      end
       local extra = list[i].extra or {}
       local attr = gs[1][i]:attr()                 -- integer type and config
       e.name, e.unit, e.scale, e.supported = gs[1][i]:name(), extra.unit, extra.scale, true
@@ -384,10 +420,17 @@ local function run(argv, events, opts)
     close_all(opened, #units)
     return nil, "perf.stat: " .. m, e
   end
-  local targets = { { pid = child:pid() } }
+  local pid = child:pid()
+  local targets = { { pid = pid } }
   if cpus then
     targets = {}
     for k, c in ipairs(cpus) do targets[k] = { pid = -1, cpu = c } end
+  end
+  -- per thread: the command on each CPU, so that each counter has a ring
+  local on_cpus = cpus
+  if opts.per_thread then
+    on_cpus, targets = require("perf.cpus").online(), {}
+    for k, c in ipairs(on_cpus) do targets[k] = { pid = pid, cpu = c } end
   end
   for u, list in ipairs(units) do
     local gs
@@ -402,6 +445,16 @@ local function run(argv, events, opts)
   end
   if counted == 0 then                   -- nothing to count: the first reason
     return fail(skipped[1][1], skipped[1][2])
+  end
+  local tracker
+  if opts.per_thread then
+    tracker, msg, errno = threads.track(opened, #units, pid)
+    if not tracker then return fail(msg, errno) end
+    local close_opened = fail
+    fail = function(m, e)
+      tracker:close()
+      return close_opened(m, e)
+    end
   end
   local ok
   if cpus then                           -- counting from here, as perf stat -a
@@ -419,6 +472,12 @@ local function run(argv, events, opts)
   if opts.interval then
     w, msg, errno = watch(child, opened, skipped, units, opts, stop, cpus)
     if not w then return fail(msg, errno) end
+  elseif tracker then                    -- the rings drained as the command runs
+    repeat
+      w, msg, errno = child:wait(100)
+      if w == nil then return fail(msg, errno) end
+      if not w then tracker:drain() end
+    until w
   else
     w, msg, errno = child:wait()
     if not w then return fail(msg, errno) end
@@ -426,8 +485,16 @@ local function run(argv, events, opts)
     if not ok then return fail(msg, errno) end
   end
   local r
-  r, msg, errno = collect(opened, skipped, units, cpus, nil, opts.aggregate)
+  r, msg, errno = collect(opened, skipped, units, on_cpus, nil, opts.aggregate, tracker ~= nil)
   if not r then return fail(msg, errno) end
+  if tracker then
+    tracker:rows(r, units, pid, argv[1]:match("[^/]*$"):sub(1, 15))
+    if tracker.lost > 0 then
+      note(r, ("per thread: %d records lost; some threads' counts are left in their parent's row")
+        :format(tracker.lost))
+    end
+    tracker:close()
+  end
   for k, v in pairs(w) do r[k] = v end
   close_all(opened, #units)
   return r

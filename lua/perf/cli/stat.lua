@@ -1,6 +1,6 @@
 -- perf-lua stat: run a command and print what it cost, as perf stat does.
 --
---   perf-lua stat [-e EVENTS]... [-r N] [-x SEP | -j] [-i] [-a] [-C LIST] [-A | --per-core | --per-die | --per-socket] [-I MS] [-o FILE] [--] COMMAND [ARG]...
+--   perf-lua stat [-e EVENTS]... [-r N] [-x SEP | -j] [-i] [-a] [-C LIST] [-A | --per-core | --per-die | --per-socket | --per-thread] [-I MS] [-o FILE] [--] COMMAND [ARG]...
 --
 --   -e, --event EVENTS     events, comma-separated, in perf's syntax ("{a,b}" a
 --                          group); default: task-clock,context-switches,
@@ -16,6 +16,7 @@
 --       --per-core         with -a or -C: the counts of each core ("S0-D0-C1")
 --       --per-die          with -a or -C: the counts of each die ("S0-D0")
 --       --per-socket       with -a or -C: the counts of each socket ("S0")
+--       --per-thread       the counts of each thread of the command ("ls-1234")
 --   -I, --interval-print MS
 --                          print the counts of every MS milliseconds while it
 --                          runs, instead of the totals at the end
@@ -43,7 +44,7 @@ local AGGREGATE = { ["-A"] = "cpu", ["--per-core"] = "core", ["--per-die"] = "di
   ["--per-socket"] = "socket" }
 
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
-local interval, json, aggregate
+local interval, json, aggregate, per_thread
 local argv = {}
 local i = 1
 while i <= #arg do
@@ -72,6 +73,8 @@ while i <= #arg do
     json = true
   elseif AGGREGATE[opt] then
     aggregate = AGGREGATE[opt]
+  elseif opt == "--per-thread" then
+    per_thread = true
   elseif opt == "-i" then
     inherit = false
   elseif opt == "-a" then
@@ -95,6 +98,9 @@ while i <= #arg do
 end
 if #argv == 0 then usage("no command given") end
 if json and sep then usage("-j and -x do not go together") end
+if per_thread and (all_cpus or cpus or aggregate or interval) then
+  usage("--per-thread counts the command's threads: not with -a, -C, -A, --per-core, ... or -I")
+end
 if aggregate and not (all_cpus or cpus) then
   usage(("%s counts per CPU: use it with -a or -C"):format(aggregate == "cpu" and "-A" or "--per-" .. aggregate))
 end
@@ -118,7 +124,8 @@ local results = {}
 for run = 1, runs do
   since = 0
   local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit, all_cpus = all_cpus,
-    cpus = cpus, interval = interval, on_interval = on_interval, aggregate = aggregate })
+    cpus = cpus, interval = interval, on_interval = on_interval, aggregate = aggregate,
+    per_thread = per_thread })
   if not ok then usage(r) end                      -- a malformed event, ...
   if not r then
     io.stderr:write(msg, "\n")
