@@ -53,6 +53,7 @@ build = {
     ["perf.cli"] = "lua/perf/cli/init.lua",
     ["perf.cli.list"] = "lua/perf/cli/list.lua",
     ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
+    ["perf.cli.top"] = "lua/perf/cli/top.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
     ["perf.cpus"] = "lua/perf/cpus.lua",
     ["perf.kallsyms"] = "lua/perf/kallsyms.lua",

@@ -197,12 +197,13 @@ end
 
 local opened = {}
 
--- A function locating addresses of this process as M.locate does, from
--- one read of /proc/self/maps (the mappings as they are now): for many
--- addresses at once. Mappings without a file ([vdso], [heap], ...) give
--- { file = "[vdso]", offset = } with no symbol.
-function M.locator()
-  local maps, ranges = io.open("/proc/self/maps"), {}
+-- A function locating addresses of this process (or of process `pid`) as
+-- M.locate does, from one read of /proc/<pid>/maps (the mappings as they
+-- are now): for many addresses at once. Mappings without a file ([vdso],
+-- [heap], ...) give { file = "[vdso]", offset = } with no symbol; nothing
+-- is found in a process that is gone.
+function M.locator(pid)
+  local maps, ranges = io.open(pid and ("/proc/%d/maps"):format(pid) or "/proc/self/maps"), {}
   if maps then
     for line in maps:lines() do
       local lo, hi, off, file = line:match("^(%x+)%-(%x+)%s+%S+%s+(%x+)%s+%S+%s+%d+%s+(%S+)")

@@ -14,6 +14,7 @@ local cli = {}
 cli.commands = {
   { "stat", "Run a command and print what it cost (counters)" },
   { "list", "List the events this machine offers" },
+  { "top", "Live view of the hottest commands and functions on every CPU" },
 }
 
 local function find(name)
