@@ -60,6 +60,22 @@ end
 -- gives them ("Class:method")
 local PUBLIC = {
   perf = { functions = front_functions },
+  ["perf.cpus"] = {
+    functions = plain_functions "perf.cpus",
+    classes = { Set = instance_methods(function() return perf.cpus.open "dummy" end) },
+  },
+  ["perf.kallsyms"] = {
+    functions = plain_functions "perf.kallsyms",
+    classes = { Ksyms = instance_methods(function() return perf.kallsyms.load() end) },
+  },
+  ["perf.elf"] = {
+    functions = plain_functions "perf.elf",
+    classes = { Elf = instance_methods(function() return require("perf.elf").open "/bin/sh" end) },
+  },
+  ["perf.tracepoint"] = {
+    functions = plain_functions "perf.tracepoint",
+    classes = { Tracepoint = instance_methods(function() return perf.tracepoint "syscalls:sys_enter_openat" end) },
+  },
 }
 
 -- What LDoc makes of the sources: items[module][name] = { kind, flags,

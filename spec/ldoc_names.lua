@@ -1,13 +1,14 @@
 -- An LDoc output filter (run by LDoc's own interpreter, so plain Lua 5.1):
 -- one line per documented module and item, read by spec/docs_spec.lua:
 --   module <TAB> item name <TAB> kind <TAB> flags <TAB> undocumented params
--- flags: "s" a summary, "u" an example (@usage), "r" results (@return).
+-- flags: "s" a summary, "u" an example (@usage or a code block), "r" results (@return).
 local M = {}
 
 local function flags(t)
   local f = ""
   if t.summary and t.summary:match("%S") then f = f .. "s" end
-  if t.usage and #t.usage > 0 then f = f .. "u" end
+  -- an example: @usage, or a code block (indented) in the description
+  if (t.usage and #t.usage > 0) or (t.description or ""):match("\n    +%S") then f = f .. "u" end
   if t.ret and #t.ret > 0 then f = f .. "r" end
   return f
 end

@@ -1,12 +1,13 @@
--- perf.elf: the symbol tables of an ELF file, enough to place a uprobe.
+--- perf.elf: the symbol tables of an ELF file, enough to place a uprobe.
 --
---   local elf = require "perf.elf"
---   local f = assert(elf.open "/lib/x86_64-linux-gnu/libc.so.6")
---   local sym = f:symbol "getenv"   --> { name, value, size, type, bind, offset }
+--     local elf = require "perf.elf"
+--     local f = assert(elf.open "/lib/x86_64-linux-gnu/libc.so.6")
+--     local sym = f:symbol "getenv"   --> { name, value, size, type, bind, offset }
 --
 -- Reads the ELF header, the section headers, .symtab and .dynsym, and the
 -- program headers that map virtual addresses to file offsets. ELF32 and
 -- ELF64, either byte order.
+-- @module perf.elf
 
 local M = {}
 
@@ -25,8 +26,12 @@ local function read_at(fh, off, n)
   return s
 end
 
--- Opens and indexes an ELF file. Returns the object, or nil, message and
+--- Opens and indexes an ELF file. Returns the object, or nil, message and
 -- an errno-like number.
+-- @string path the file
+-- @treturn[1] Elf the indexed file
+-- @return[2] nil, message, errno when it cannot be read or is no ELF file
+-- @usage local e = assert(perf.elf.open "/bin/sh")
 function M.open(path)
   local fh, err, code = io.open(path, "rb")
   if not fh then return nil, err, code end
@@ -94,7 +99,11 @@ function M.open(path)
   return e
 end
 
--- Reads .symtab and .dynsym into e.symbols (name -> list of symbols).
+--- An indexed ELF file (`perf.elf.open`).
+-- @type Elf
+
+--- Reads .symtab and .dynsym into e.symbols (name -> list of symbols).
+-- @return nothing
 function Elf:load_symbols()
   self.symbols = {}
   local symsize = self.bits == 64 and 24 or 16
@@ -126,7 +135,9 @@ function Elf:load_symbols()
   end
 end
 
--- The file offset of virtual address `vaddr`, from the loadable segments.
+--- The file offset of virtual address `vaddr`, from the loadable segments.
+-- @int vaddr a virtual address
+-- @treturn integer|nil the file offset
 function Elf:offset_of(vaddr)
   for _, p in ipairs(self.segments) do
     if p.type == PT_LOAD and vaddr >= p.vaddr and vaddr < p.vaddr + p.filesz then
@@ -137,8 +148,11 @@ end
 
 local rank = { global = 1, weak = 2, unique = 3, ["local"] = 4 }
 
--- The symbol called `name` (functions before other kinds, global before
+--- The symbol called `name` (functions before other kinds, global before
 -- weak before local), with its file offset; or nil and a message.
+-- @string name a symbol name (a version suffix is ignored)
+-- @treturn[1] table `{ name, value, size, type, bind, offset }`
+-- @return[2] nil, message
 function Elf:symbol(name)
   local list = self.symbols[name]
   if not list then
@@ -163,7 +177,9 @@ function Elf:symbol(name)
   return sym
 end
 
--- The virtual address (as the file's symbols count) of file offset `off`.
+--- The virtual address (as the file's symbols count) of file offset `off`.
+-- @int off a file offset
+-- @treturn integer|nil the virtual address
 function Elf:vaddr_of(off)
   for _, p in ipairs(self.segments) do
     if p.type == PT_LOAD and off >= p.offset and off < p.offset + p.filesz then
@@ -172,7 +188,9 @@ function Elf:vaddr_of(off)
   end
 end
 
--- The function or object whose extent holds virtual address `vaddr`.
+--- The function or object whose extent holds virtual address `vaddr`.
+-- @int vaddr a virtual address
+-- @treturn table|nil the symbol
 function Elf:symbol_at(vaddr)
   if not self.sorted then
     local list = {}
@@ -197,11 +215,17 @@ end
 
 local opened = {}
 
--- A function locating addresses of this process (or of process `pid`) as
+--- Addresses of a process.
+-- @section addresses
+
+--- A function locating addresses of this process (or of process `pid`) as
 -- M.locate does, from one read of /proc/<pid>/maps (the mappings as they
 -- are now): for many addresses at once. Mappings without a file ([vdso],
 -- [heap], ...) give { file = "[vdso]", offset = } with no symbol; nothing
 -- is found in a process that is gone.
+-- @int[opt] pid a process (default this one)
+-- @treturn function `locate(addr)` -> `{ file, offset, symbol, symbol_offset }` or nil
+-- @usage local locate = perf.elf.locator() print(locate(perf.symbol "getenv").symbol)
 function M.locator(pid)
   local maps, ranges = io.open(pid and ("/proc/%d/maps"):format(pid) or "/proc/self/maps"), {}
   if maps then
@@ -231,15 +255,20 @@ function M.locator(pid)
   end
 end
 
--- Where address `addr` of this process lies: { file =, offset = (in the
+--- Where address `addr` of this process lies: { file =, offset = (in the
 -- file), symbol = (name or nil), symbol_offset = }, from /proc/self/maps
 -- and the file's symbol tables; nil when no file is mapped there.
+-- @int addr an address of this process
+-- @treturn table|nil `{ file, offset, symbol, symbol_offset }`
 function M.locate(addr)
   local where = M.locator()(addr)
   if where and where.file:sub(1, 1) == "/" then return where end
 end
 
--- "getenv+0x0" or "lua5.4+0x1f2a0": a short name for address `addr`.
+--- "getenv+0x0" or "lua5.4+0x1f2a0": a short name for address `addr`.
+-- @int addr an address of this process
+-- @treturn string "symbol+0xoff" or "file+0xoff"
+-- @usage print(perf.elf.describe(perf.symbol "getenv"))   --> getenv+0x0
 function M.describe(addr)
   local w = M.locate(addr)
   if not w then return ("0x%x"):format(addr) end
@@ -247,7 +276,8 @@ function M.describe(addr)
   return ("%s+0x%x"):format(w.file:match("[^/]+$"), w.offset)
 end
 
--- Every symbol name, sorted (for suggestions).
+--- Every symbol name, sorted (for suggestions).
+-- @treturn {string,...} the names
 function Elf:names()
   local out = {}
   for name in pairs(self.symbols) do out[#out + 1] = name end

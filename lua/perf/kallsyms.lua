@@ -1,10 +1,10 @@
--- perf.kallsyms: kernel addresses to function names, from /proc/kallsyms,
+--- perf.kallsyms: kernel addresses to function names, from /proc/kallsyms,
 -- as perf report and perf script name a sample's kernel ip.
 --
---   local kallsyms = require "perf.kallsyms"       -- or perf.kallsyms
---   local ks = assert(kallsyms.load())
---   ks:lookup(rec.ip)   --> "do_sys_openat2", 0x34, nil  (name, offset, module)
---   ks:address "do_sys_openat2"                      --> its address
+--     local kallsyms = require "perf.kallsyms"       -- or perf.kallsyms
+--     local ks = assert(kallsyms.load())
+--     ks:lookup(rec.ip)   --> "do_sys_openat2", 0x34, nil  (name, offset, module)
+--     ks:address "do_sys_openat2"                      --> its address
 --
 -- Addresses are Lua integers holding the 64-bit value, so kernel addresses
 -- are negative: compare them with math.ult, as lookup does. The symbols
@@ -12,6 +12,7 @@
 -- belongs to the last of them at or below it. /proc/kallsyms shows
 -- every address as 0 to a reader kptr_restrict hides them from; load()
 -- then says so.
+-- @module perf.kallsyms
 local M = {}
 
 local Ksyms = {}
@@ -21,6 +22,10 @@ Ksyms.__index = Ksyms
 local KEPT = { t = true, T = true, w = true, W = true, d = true, D = true, b = true, B = true }
 
 --- kallsyms.load([path]) -> ks | nil, message, errno
+-- @string[opt] path default /proc/kallsyms
+-- @treturn[1] Ksyms the symbol table
+-- @return[2] nil, message, errno when the file cannot be read, has no symbols, or shows every address as 0 (`EACCES`: kptr_restrict hides them)
+-- @usage local ks = assert(perf.kallsyms.load())
 function M.load(path)
   path = path or "/proc/kallsyms"
   local f, msg, errno = io.open(path)
@@ -70,9 +75,18 @@ function M.load(path)
   return ks
 end
 
+--- A kernel symbol table (`perf.kallsyms.load`).
+-- @type Ksyms
+
 --- ks:lookup(addr) -> name, offset, module | nil
 -- The function holding kernel address `addr`: its name, addr's offset in
 -- it, and the module it belongs to (nil for the kernel itself).
+-- @int addr a kernel address
+-- @treturn string the function's name (nil when addr is below every symbol)
+-- @treturn integer the offset in it
+-- @treturn string|nil its module
+-- @raise when addr is not an integer
+-- @usage print(ks:lookup(ks:address "do_sys_openat2" + 4))   --> do_sys_openat2  4  nil
 function Ksyms:lookup(addr)
   if math.type(addr) ~= "integer" then
     error(("perf.kallsyms: lookup needs an integer address, got %s"):format(math.type(addr) or type(addr)), 2)
@@ -87,6 +101,8 @@ function Ksyms:lookup(addr)
 end
 
 --- ks:address(name) -> the address of symbol `name` | nil
+-- @string name a symbol
+-- @treturn integer|nil its address
 function Ksyms:address(name)
   if not self.by_name then
     local t = {}

@@ -1,11 +1,12 @@
--- perf.tracepoint: tracefs lookup, tracepoint formats and sample decoding.
+--- perf.tracepoint: tracefs lookup, tracepoint formats and sample decoding.
 --
---   local tp = perf.tracepoint "sched:sched_switch"
---   tp.id, tp.fields[5].name, tp.field.prev_comm.size
---   tp:decode(rec.raw)  --> { common_type = 372, prev_comm = "lua5.4", ... }
+--     local tp = perf.tracepoint "sched:sched_switch"
+--     tp.id, tp.fields[5].name, tp.field.prev_comm.size
+--     tp:decode(rec.raw)  --> { common_type = 372, prev_comm = "lua5.4", ... }
 --
 -- The tracefs directory comes from perf.tracefs, which mounts one on first
 -- use; tests can point it at a fake tree with set_root.
+-- @module perf.tracepoint
 
 local fs = require "perf.fs"
 
@@ -15,32 +16,42 @@ local tracefs = require "perf.tracefs"
 
 local root_override
 
--- Uses `path` as the tracefs directory (nil: find the real one again).
+--- Uses `path` as the tracefs directory (nil: find the real one again).
+-- @string[opt] path a directory laid out as tracefs
+-- @return nothing
 function M.set_root(path)
   root_override = path
   tracefs.forget()
   M.forget()
 end
 
--- The tracefs directory (mounted on first use, as perf does), or nil,
+--- The tracefs directory (mounted on first use, as perf does), or nil,
 -- why it is missing and an errno (see perf.tracefs).
+-- @treturn[1] string the tracefs directory
+-- @return[2] nil, message, errno
 function M.path()
   if root_override then return root_override end
   return tracefs.path()
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Names and ids
 
 local ids_by_name = {}  -- "sys:event" -> id
 local names_by_id       -- id -> "sys:event", built on demand
 
+--- Forgets the ids and names looked up so far.
+-- @return nothing
 function M.forget()
   ids_by_name, names_by_id = {}, nil
 end
 
--- The id of tracepoint sys:event. Returns id, or nil, message and an
+--- The id of tracepoint sys:event. Returns id, or nil, message and an
 -- errno-like number (2 = no such tracepoint, 13 = no access).
+-- @string sys the subsystem (`"sched"`)
+-- @string event the event (`"sched_switch"`)
+-- @treturn[1] integer the id
+-- @return[2] nil, message, errno
 function M.id(sys, event)
   local key = sys .. ":" .. event
   local id = ids_by_name[key]
@@ -61,8 +72,11 @@ function M.id(sys, event)
   return id
 end
 
--- "; did you mean ..." for a tracepoint name that does not exist: the
+--- "; did you mean ..." for a tracepoint name that does not exist: the
 -- nearest events of its subsystem, or the nearest subsystems.
+-- @string sys the subsystem
+-- @string event the event
+-- @treturn string the hint, or ""
 function M.near_miss(sys, event)
   local nearest = require "perf.nearest"
   local systems = M.systems()
@@ -72,7 +86,8 @@ function M.near_miss(sys, event)
   return nearest.hint(sys, systems)
 end
 
--- Tracepoint subsystems, sorted.
+--- Tracepoint subsystems, sorted.
+-- @treturn {string,...} the names
 function M.systems()
   local dir = M.path()
   if not dir then return {} end
@@ -85,7 +100,9 @@ function M.systems()
   return out
 end
 
--- The events of subsystem `sys` (those with an id), sorted.
+--- The events of subsystem `sys` (those with an id), sorted.
+-- @string sys a subsystem
+-- @treturn {string,...} the names
 function M.events(sys)
   local dir = M.path()
   if not dir then return {} end
@@ -98,7 +115,8 @@ function M.events(sys)
   return out
 end
 
--- Every tracepoint as "sys:event", sorted.
+--- Every tracepoint as "sys:event", sorted.
+-- @treturn {string,...} the names
 function M.all()
   local out = {}
   for _, s in ipairs(M.systems()) do
@@ -107,7 +125,9 @@ function M.all()
   return out
 end
 
--- The "sys:event" name of tracepoint id `id`, or nil.
+--- The "sys:event" name of tracepoint id `id`, or nil.
+-- @int id a tracepoint id
+-- @treturn string|nil the name
 function M.name_of(id)
   if not names_by_id then
     local dir = M.path()
@@ -122,7 +142,7 @@ function M.name_of(id)
   return names_by_id[id]
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Formats
 
 -- Element sizes of the base types dynamic arrays are declared with.
@@ -180,9 +200,12 @@ local function parse_field(decl, offset, size, signed)
   return f
 end
 
--- Parses the text of a tracefs format file. Returns a table with name, id,
+--- Parses the text of a tracefs format file. Returns a table with name, id,
 -- fields (list in file order), field (by name) and print_fmt; or nil and a
 -- message.
+-- @string text the format file
+-- @treturn[1] table the format
+-- @return[2] nil, message
 function M.parse_format(text)
   local t = { fields = {}, field = {} }
   t.name = text:match("name:%s*([^\n]+)")
@@ -203,7 +226,7 @@ function M.parse_format(text)
   return t
 end
 
----------------------------------------------------------------------------
+-- ------------------------------------------------------------------------
 -- Decoding raw samples
 
 local int_fmt = { [1] = "I1", [2] = "I2", [4] = "I4", [8] = "I8" }
@@ -261,11 +284,18 @@ function Tracepoint:__tostring()
     self.name, self.id or -1, #self.fields)
 end
 
--- Decodes the raw bytes of a sample (PERF_SAMPLE_RAW, as rec.raw gives
+--- A tracepoint: its id, its format's fields, a decoder (`perf.tracepoint.get`).
+-- @type Tracepoint
+
+--- Decodes the raw bytes of a sample (PERF_SAMPLE_RAW, as rec.raw gives
 -- them) into a table of named fields. Integers keep their width and sign,
 -- char arrays and __data_loc strings become Lua strings, byte arrays
 -- become strings of bytes, other arrays lists of integers, pointers
 -- integers.
+-- @string raw a sample's `raw` field
+-- @tparam[opt] table into a table to fill
+-- @treturn table the fields by name
+-- @usage local f = tp:decode(rec.raw) print(f.prev_comm)
 function Tracepoint:decode(raw, into)
   if type(raw) ~= "string" then
     error(("%s:decode: expected the raw sample as a string, got %s"):format(
@@ -278,8 +308,11 @@ function Tracepoint:decode(raw, into)
   return out
 end
 
--- Checks the field names a filter expression uses against the format.
+--- Checks the field names a filter expression uses against the format.
 -- Returns true, or nil and a message naming the unknown fields.
+-- @string text a filter expression
+-- @treturn[1] boolean true
+-- @return[2] nil, message
 function Tracepoint:check_filter(text)
   local bad = {}
   -- a field name is an identifier followed by a comparison operator
@@ -305,8 +338,13 @@ end
 local FILTER_SYNTAX = "a filter is field op value, joined by && and || " ..
   "(op: == != < <= > >= & for numbers, == != ~ for strings, ~ taking a glob)"
 
--- Wraps the set_filter method of perf.event handles so that a filter the
+--- Tracepoints by name or format.
+-- @section tracepoints
+
+--- Wraps the set_filter method of perf.event handles so that a filter the
 -- kernel refuses on a tracepoint says which field names its format lacks.
+-- @tparam table methods the event method table
+-- @return nothing
 function M.explain_filters(methods)
   local set_filter = methods.set_filter
   if type(set_filter) ~= "function" then return end
@@ -325,8 +363,12 @@ function M.explain_filters(methods)
   end
 end
 
--- Builds a tracepoint object from format text (for tests and for formats
+--- Builds a tracepoint object from format text (for tests and for formats
 -- read elsewhere, e.g. from a perf.data file).
+-- @string text the format file
+-- @string[opt] name its "sys:event" name
+-- @treturn[1] Tracepoint the tracepoint
+-- @return[2] nil, message
 function M.from_format(text, name)
   local t, err = M.parse_format(text)
   if not t then return nil, err end
@@ -337,9 +379,15 @@ end
 
 local objects = setmetatable({}, { __mode = "v" })
 
--- perf.tracepoint(name): the id and format of tracepoint "sys:event".
+--- perf.tracepoint(name): the id and format of tracepoint "sys:event".
 -- Raises on a malformed name; returns nil, message, errno when the
 -- tracepoint does not exist or tracefs cannot be read.
+-- @string name `"sys:event"`
+-- @treturn[1] Tracepoint the tracepoint: `id`, `fields`, `field`
+-- @return[2] nil, message, errno (`ENOENT`: no such tracepoint, with the nearest names)
+-- @raise on a malformed name
+-- @usage local tp = assert(perf.tracepoint "sched:sched_switch")
+--  print(tp.id, tp.fields[1].name)
 function M.get(name)
   if type(name) ~= "string" then
     error(("perf.tracepoint: expected a name like \"sched:sched_switch\", got %s")
