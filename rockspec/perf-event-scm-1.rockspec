@@ -68,6 +68,7 @@ build = {
     ["perf.nearest"] = "lua/perf/nearest.lua",
     ["perf.options"] = "lua/perf/options.lua",
     ["perf.parse"] = "lua/perf/parse.lua",
+    ["perf.processes"] = "lua/perf/processes.lua",
     ["perf.pmu"] = "lua/perf/pmu.lua",
     ["perf.profile"] = "lua/perf/profile.lua",
     ["perf.stat"] = "lua/perf/stat.lua",

@@ -429,7 +429,7 @@ describe("perf.stat", function()
       "perf.stat: argument 2 of the command: a string expected, got number")
     assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
-      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, aggregate, per_thread)")
+      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, aggregate, per_thread, duration, command)")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { aggregate = "core" }) end,
       'perf.stat: aggregate = "core" counts per core: it needs all_cpus or cpus, as perf stat --per-core needs -a')
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { all_cpus = true, aggregate = "node" }) end,

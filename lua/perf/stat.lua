@@ -48,6 +48,12 @@
 -- command is then counted on each CPU, its counts unscaled, and the events
 -- of a {group} each on its own.
 --
+-- perf.stat(target, events, opts) counts a running process instead:
+-- target { pid = P } (its threads, and what they start), { tid = T } or
+-- { cgroup = G } (on every CPU), as perf stat -p, -t and -G, for
+-- opts.duration seconds or while opts.command (an argv list) runs;
+-- results as for a command, without status (perf.processes).
+--
 -- opts.interval (ms) with opts.on_interval(r) calls on_interval while the
 -- command runs, every interval, with the counts of that interval, as perf
 -- stat -I prints them: r[i], r[name] and r.events as in the results,
@@ -56,6 +62,7 @@
 local core = require "perf.core"
 local glob = require "perf.glob"
 local group = require "perf.group"
+local processes = require "perf.processes"
 local threads = require "perf.threads"
 local topology = require "perf.topology"
 local measure = require "perf.measure"
@@ -99,12 +106,48 @@ end
 
 local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
   all_cpus = true, cpus = true, interval = true, on_interval = true, aggregate = true,
-  per_thread = true }
+  per_thread = true, duration = true, command = true }
 
 -- the longest interval: about 24 days, so interval counts stay exact in ns
 local MAX_INTERVAL = 0x7fffffff
 
+-- A target table ({ pid = P }, ...) and its options: the target and the
+-- command to run while counting (opts.command, or a sleep of
+-- opts.duration seconds).
+local function check_target(t, opts)
+  processes.check(t)
+  opts = opts or {}
+  local cmd, dur = opts.command, opts.duration
+  if (cmd == nil) == (dur == nil) then
+    error("perf.stat: counting a process, thread or cgroup needs one of opts.duration "
+      .. "(seconds) and opts.command (a command to run meanwhile, as perf stat -p P -- sleep 2)", 0)
+  end
+  if dur ~= nil and (type(dur) ~= "number" or not (dur > 0 and dur <= 1e6)) then
+    error("perf.stat: duration must be a number of seconds, more than 0", 0)
+  end
+  if cmd ~= nil and type(cmd) ~= "table" then
+    error(("perf.stat: command must be a list (argv), got %s"):format(type(cmd)), 0)
+  end
+  for _, k in ipairs { "all_cpus", "cpus", "per_thread" } do
+    if opts[k] ~= nil and opts[k] ~= false then
+      error(("perf.stat: %s does not go with a target table (count a cgroup for every CPU)"):format(k), 0)
+    end
+  end
+  if opts.aggregate ~= nil and not t.cgroup then
+    error("perf.stat: aggregate counts per CPU: it goes with a cgroup, not a process or thread", 0)
+  end
+  return cmd or { "sleep", ("%.9g"):format(dur) }
+end
+
 local function check_args(argv, events, opts)
+  local target
+  if processes.is_target(argv) then
+    target = argv
+    argv = check_target(argv, opts)
+  elseif opts ~= nil and type(opts) == "table" and (opts.duration ~= nil or opts.command ~= nil) then
+    error("perf.stat: duration and command go with a target table ({ pid = P }, { tid = T }, "
+      .. "{ cgroup = G }), not with a command", 0)
+  end
   if type(argv) ~= "table" then
     error(("perf.stat: the command must be a list (argv), got %s"):format(type(argv)), 0)
   end
@@ -122,7 +165,7 @@ local function check_args(argv, events, opts)
     for k in pairs(opts) do
       if not OPTS[k] then
         error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit, "
-          .. "all_cpus, cpus, interval, on_interval, aggregate, per_thread)")
+          .. "all_cpus, cpus, interval, on_interval, aggregate, per_thread, duration, command)")
           :format(tostring(k)), 0)
       end
     end
@@ -140,7 +183,7 @@ local function check_args(argv, events, opts)
       error(("perf.stat: aggregate must be one of %s, got %s"):format(
         table.concat(topology.kinds, ", "), tostring(opts.aggregate)), 0)
     end
-    if not opts.all_cpus and opts.cpus == nil then
+    if not opts.all_cpus and opts.cpus == nil and not (target and target.cgroup) then
       error(("perf.stat: aggregate = %q counts per %s: it needs all_cpus or cpus, "
         .. "as perf stat --per-%s needs -a"):format(opts.aggregate, opts.aggregate,
         opts.aggregate), 0)
@@ -160,7 +203,7 @@ local function check_args(argv, events, opts)
   if type(events) ~= "table" or #events == 0 then
     error("perf.stat: a list of events expected", 0)
   end
-  return events
+  return events, argv, target
 end
 
 -- The events as units to open: each one a list from group.attrs. Counting
@@ -168,7 +211,7 @@ end
 -- opts.inherit is false; counting CPUs, they are enabled just before the
 -- exec (enable_on_exec is for tasks). Returns the units, or nil, message,
 -- errno.
-local function units_of(events, opts, cpu_wide)
+local function units_of(events, opts, cpu_wide, attach)
   local units = {}
   local expanded, emsg, eerrno = glob.specs(events)    -- one unit per match
   if not expanded then return nil, "perf.stat " .. emsg, eerrno end
@@ -181,7 +224,7 @@ local function units_of(events, opts, cpu_wide)
       e.attr.inherit = not cpu_wide and opts.inherit ~= false
       e.attr.enable_on_exec = nil
     end
-    list[1].attr.enable_on_exec = not cpu_wide or nil
+    list[1].attr.enable_on_exec = not (cpu_wide or attach) or nil
     list[1].attr.disabled = true
     if opts.per_thread then              -- each on its own: one count per READ record
       for _, e in ipairs(list) do
@@ -406,9 +449,16 @@ local function open_unit(list, targets)
   return gs
 end
 
-local function run(argv, events, opts)
+local function run(argv, events, opts, target)
   local cpus = cpus_of(opts)
-  local units, msg, errno = units_of(events, opts, cpus ~= nil)
+  local tlist, msg, errno
+  if target then                         -- a process, thread or cgroup
+    tlist, msg, errno = processes.targets(target, require("perf.cpus").online())
+    if not tlist then return nil, "perf.stat: " .. msg, errno end
+    cpus = msg                           -- a cgroup's CPUs, or nil
+  end
+  local units
+  units, msg, errno = units_of(events, opts, cpus ~= nil, target ~= nil)
   if not units then return nil, msg, errno end
   local child
   child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
@@ -426,6 +476,7 @@ local function run(argv, events, opts)
     targets = {}
     for k, c in ipairs(cpus) do targets[k] = { pid = -1, cpu = c } end
   end
+  if tlist then targets = tlist end
   -- per thread: the command on each CPU, so that each counter has a ring
   local on_cpus = cpus
   if opts.per_thread then
@@ -457,7 +508,8 @@ local function run(argv, events, opts)
     end
   end
   local ok
-  if cpus then                           -- counting from here, as perf stat -a
+  local early = cpus or target            -- counting from here, as perf stat -a and -p
+  if early then
     ok, msg, errno = each_group(opened, #units, "enable")
     if not ok then return fail(msg, errno) end
   end
@@ -465,7 +517,7 @@ local function run(argv, events, opts)
   if not ok then return fail(msg, errno) end
   -- counting on CPUs, they stop with the command
   local function stop()
-    if not cpus then return true end
+    if not early then return true end
     return each_group(opened, #units, "disable")
   end
   local w
@@ -495,7 +547,11 @@ local function run(argv, events, opts)
     end
     tracker:close()
   end
-  for k, v in pairs(w) do r[k] = v end
+  if target then                         -- the command only marked the time
+    r.elapsed = w.elapsed
+  else
+    for k, v in pairs(w) do r[k] = v end
+  end
   close_all(opened, #units)
   return r
 end
@@ -527,10 +583,10 @@ end
 -- print(r["syscalls:sys_enter_openat"], r.status, r.elapsed)
 -- @function stat
 function M.stat(argv, events, opts)
-  local ok, list = pcall(check_args, argv, events, opts)
+  local ok, list, command, target = pcall(check_args, argv, events, opts)
   if not ok then error(require("perf").strip_position(list), 2) end
   local r, msg, errno
-  ok, r, msg, errno = pcall(run, argv, list, opts or {})
+  ok, r, msg, errno = pcall(run, command, list, opts or {}, target)
   if not ok then error(require("perf").strip_position(r), 2) end
   if not r then return nil, msg, errno end
   return r

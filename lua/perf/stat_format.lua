@@ -233,11 +233,14 @@ end
 
 --- The human-readable table, as perf stat prints it. `what` is the command
 -- (argv), or for counting on CPUs what perf names it ("system wide",
--- "CPU(s) 0-1"); then there are no user and sys lines, as perf prints none.
+-- "CPU(s) 0-1"), or { title = "process id '12'" } for what perf names
+-- without quotes; then there are no user and sys lines, as perf prints none.
 function F.text(s, what)
   local out = {}
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
-  add("\n Performance counter stats for '%s'%s:\n\n", type(what) == "string" and what or quote(what),
+  local title = type(what) == "table" and what.title
+  add("\n Performance counter stats for %s%s:\n\n",
+    title or ("'%s'"):format(type(what) == "string" and what or quote(what)),
     s.runs > 1 and (" (%d runs)"):format(s.runs) or "")
   out[#out + 1] = each_line(s, function(e, _, clock, lead) return lead .. text_row(e, s, clock) end,
     text_prefix)
@@ -247,7 +250,7 @@ function F.text(s, what)
   else
     add("\n%18.9f seconds time elapsed\n", s.elapsed / 1e9)
   end
-  if type(what) == "string" then
+  if type(what) == "string" or title then
     add("\n")
   else
     add("\n%18.9f seconds user\n%18.9f seconds sys\n\n", s.user / 1e9, s.sys / 1e9)

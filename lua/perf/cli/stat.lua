@@ -12,6 +12,11 @@
 --   -i, --no-inherit       do not count the command's children
 --   -a, --all-cpus         count everything on every CPU while the command runs
 --   -C, --cpu LIST         count everything on these CPUs ("0-3,5") while it runs
+--   -p, --pid PID          count process PID (all its threads) while COMMAND runs
+--                          (e.g. -- sleep 2), instead of counting COMMAND
+--   -t, --tid TID          count thread TID while COMMAND runs
+--   -G, --cgroup NAME      count cgroup NAME (a name or a directory) on every
+--                          CPU while COMMAND runs; -A etc. as with -a
 --   -A, --no-aggr          with -a or -C: the counts of each CPU
 --       --per-core         with -a or -C: the counts of each core ("S0-D0-C1")
 --       --per-die          with -a or -C: the counts of each die ("S0-D0")
@@ -37,21 +42,21 @@ end
 local LONG = { ["--event"] = "-e", ["--repeat"] = "-r", ["--field-separator"] = "-x",
   ["--no-inherit"] = "-i", ["--all-cpus"] = "-a", ["--cpu"] = "-C",
   ["--interval-print"] = "-I", ["--output"] = "-o", ["--help"] = "-h", ["--json"] = "-j",
-  ["--no-aggr"] = "-A" }
+  ["--no-aggr"] = "-A", ["--pid"] = "-p", ["--tid"] = "-t", ["--cgroup"] = "-G" }
 
 -- perf stat's aggregation options: opts.aggregate
 local AGGREGATE = { ["-A"] = "cpu", ["--per-core"] = "core", ["--per-die"] = "die",
   ["--per-socket"] = "socket" }
 
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
-local interval, json, aggregate, per_thread
+local interval, json, aggregate, per_thread, target
 local argv = {}
 local i = 1
 while i <= #arg do
   local a = arg[i]
   local long, v = a:match("^(%-%-[%w-]+)=(.*)$")    -- --event=EVENTS
   if LONG[long or a] then a = LONG[long or a] .. (v or "") end
-  local opt, joined = a:match("^(%-[erxoCI])(.+)$")  -- perf's -x, and -r5 forms
+  local opt, joined = a:match("^(%-[erxoCIptG])(.+)$")  -- perf's -x, and -r5 forms
   local function value()
     if joined then return joined end
     i = i + 1
@@ -75,6 +80,12 @@ while i <= #arg do
     aggregate = AGGREGATE[opt]
   elseif opt == "--per-thread" then
     per_thread = true
+  elseif opt == "-p" or opt == "-t" then
+    local id = math.tointeger(tonumber(value()))
+    if not id or id < 1 then usage(opt .. " needs a process or thread id") end
+    target = { [opt == "-p" and "pid" or "tid"] = id }
+  elseif opt == "-G" then
+    target = { cgroup = value() }
   elseif opt == "-i" then
     inherit = false
   elseif opt == "-a" then
@@ -96,12 +107,17 @@ while i <= #arg do
   end
   i = i + 1
 end
-if #argv == 0 then usage("no command given") end
+if #argv == 0 then
+  usage(target and "give a command to count for, such as -- sleep 2" or "no command given")
+end
+if target and (all_cpus or cpus or per_thread) then
+  usage("-p, -t and -G count a process, thread or cgroup: not with -a, -C or --per-thread")
+end
 if json and sep then usage("-j and -x do not go together") end
 if per_thread and (all_cpus or cpus or aggregate or interval) then
   usage("--per-thread counts the command's threads: not with -a, -C, -A, --per-core, ... or -I")
 end
-if aggregate and not (all_cpus or cpus) then
+if aggregate and not (all_cpus or cpus or (target and target.cgroup)) then
   usage(("%s counts per CPU: use it with -a or -C"):format(aggregate == "cpu" and "-A" or "--per-" .. aggregate))
 end
 if #events == 0 then events = { "task-clock", "context-switches", "cpu-migrations", "page-faults" } end
@@ -123,9 +139,9 @@ end
 local results = {}
 for run = 1, runs do
   since = 0
-  local ok, r, msg, errno = pcall(perf.stat, argv, events, { inherit = inherit, all_cpus = all_cpus,
-    cpus = cpus, interval = interval, on_interval = on_interval, aggregate = aggregate,
-    per_thread = per_thread })
+  local ok, r, msg, errno = pcall(perf.stat, target or argv, events, { inherit = inherit,
+    all_cpus = all_cpus, cpus = cpus, interval = interval, on_interval = on_interval,
+    aggregate = aggregate, per_thread = per_thread, command = target and argv or nil })
   if not ok then usage(r) end                      -- a malformed event, ...
   if not r then
     io.stderr:write(msg, "\n")
@@ -140,11 +156,12 @@ end
 
 if not interval then                                 -- perf stat -I prints no totals
   local summary = F.summary(results)
-  local what = cpus and "CPU(s) " .. cpus or all_cpus and "system wide" or argv
+  local what = target and { title = require("perf.processes").describe(target) }
+    or cpus and "CPU(s) " .. cpus or all_cpus and "system wide" or argv
   out:write(json and F.json(summary) or sep and F.csv(summary, sep) or F.text(summary, what))
 end
 if outfile then out:close() end
 
 local last = results[#results]
 if last.signo then os.exit(128 + last.signo) end
-os.exit(last.status)
+os.exit(last.status or 0)                              -- a target: no status

@@ -1,0 +1,101 @@
+-- perf.processes: what perf.stat counts when it is given a running process,
+-- thread or cgroup instead of a command, as perf stat -p, -t and -G do.
+--
+--   { pid = P }       every thread of process P (from /proc/P/task), each
+--                     counter inheriting to the tasks they start, summed
+--   { tid = T }       thread T alone (and the tasks it starts)
+--   { cgroup = G }    every task of cgroup G on every online CPU; G is a
+--                     directory, or a name under the hierarchy perf_event
+--                     counts in (a v1 hierarchy mounted with perf_event,
+--                     else the cgroup2 one), as perf stat -G takes it
+--
+-- (perf_event_open's pid is one thread: a process is the sum of its
+-- threads' counters, as perf stat -p opens one per thread.)
+local fs = require "perf.fs"
+
+local M = {}
+
+local KEYS = { pid = true, tid = true, cgroup = true }
+local ESRCH, ENOENT = 3, 2
+
+-- Where cgroup names are found: the mount of a v1 hierarchy with the
+-- perf_event controller, else of cgroup2 (/proc/self/mounts).
+local function cgroup_root()
+  local v2
+  for line in (fs.read("/proc/self/mounts") or ""):gmatch("[^\n]+") do
+    local dir, kind, flags = line:match("^%S+ (%S+) (%S+) (%S+)")
+    if kind == "cgroup" and ("," .. flags .. ","):find(",perf_event,", 1, true) then return dir end
+    if kind == "cgroup2" then v2 = v2 or dir end
+  end
+  return v2 or "/sys/fs/cgroup"
+end
+
+--- processes.is_target(t) -> whether t is a target table, not an argv list
+function M.is_target(t)
+  if type(t) ~= "table" or t[1] ~= nil then return false end
+  for k in pairs(KEYS) do
+    if t[k] ~= nil then return true end
+  end
+  return false
+end
+
+--- processes.check(t): raises, naming the mistake, unless t is one target
+function M.check(t)
+  local n = 0
+  for k, v in pairs(t) do
+    if not KEYS[k] then
+      error(("perf.stat: unknown target field '%s' (a target is { pid = P }, { tid = T } or "
+        .. "{ cgroup = G })"):format(tostring(k)), 0)
+    end
+    n = n + 1
+    if k == "cgroup" then
+      if type(v) ~= "string" or v == "" then
+        error("perf.stat: cgroup must be a cgroup directory, or a name under " .. cgroup_root(), 0)
+      end
+    elseif math.type(v) ~= "integer" or v <= 0 then
+      error(("perf.stat: %s must be a positive integer, got %s"):format(k, tostring(v)), 0)
+    end
+  end
+  if n > 1 then error("perf.stat: a target is one of pid, tid and cgroup", 0) end
+end
+
+--- processes.describe(t) -> what perf stat's header names it
+function M.describe(t)
+  if t.pid then return ("process id '%d'"):format(t.pid) end
+  if t.tid then return ("thread id '%d'"):format(t.tid) end
+  return ("cgroup '%s'"):format(t.cgroup)
+end
+
+-- The cgroup directory a name stands for.
+local function cgroup_dir(g)
+  if g:sub(1, 1) == "/" then return g end
+  return cgroup_root() .. "/" .. g
+end
+
+--- processes.targets(t, online) -> list of perf.open targets, cpus | nil, message, errno
+-- For a cgroup, one per CPU of `online` and that list; else one per thread.
+function M.targets(t, online)
+  if t.cgroup then
+    local dir = cgroup_dir(t.cgroup)
+    if not fs.isdir(dir) then
+      return nil, ("no cgroup %s (%s is no directory)"):format(t.cgroup, dir), ENOENT
+    end
+    local list = {}
+    for k, c in ipairs(online) do list[k] = { cgroup = dir, cpu = c } end
+    return list, online
+  end
+  if t.tid then
+    if not fs.exists(("/proc/%d"):format(t.tid)) then
+      return nil, ("no thread %d"):format(t.tid), ESRCH
+    end
+    return { { pid = t.tid } }
+  end
+  local tids = fs.listdir(("/proc/%d/task"):format(t.pid))
+  if #tids == 0 then return nil, ("no process %d"):format(t.pid), ESRCH end
+  local list = {}
+  for _, tid in ipairs(tids) do list[#list + 1] = { pid = math.tointeger(tonumber(tid)) } end
+  table.sort(list, function(a, b) return a.pid < b.pid end)
+  return list
+end
+
+return M

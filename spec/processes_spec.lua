@@ -1,0 +1,161 @@
+-- perf.processes: perf.stat counting a running process, one thread or a
+-- cgroup (perf stat -p, -t, -G), exactly where the work is known: a
+-- process that waits on a fifo, opens 7 files and answers on another fifo
+-- while perf.stat's command wakes it and waits for the answer.
+local perf = require "perf"
+local processes = require "perf.processes"
+local H = require "helpers"
+
+local ESRCH = 3
+
+-- A waiting process: its pid, and the command that makes it open `n`
+-- files (and the answering fifo) and waits for its answer.
+local function waiting_process(n)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir " .. dir .. " && mkfifo " .. dir .. "/go " .. dir .. "/done"))
+  local code = ("local f = io.open('%s/go') f:read('l') f:close() "
+    .. "for i = 1, %d do io.open('/dev/null'):close() end "
+    .. "local d = io.open('%s/done', 'w') d:write('ok\\n') d:close()"):format(dir, n, dir)
+  local p = assert(io.popen(("%s -e \"%s\" >/dev/null 2>&1 & echo $!"):format(H.lua, code)))
+  local pid = math.tointeger(tonumber(p:read("l")))
+  p:close()
+  -- until it waits in open(2) for a writer (its start-up opens are done)
+  for _ = 1, 500 do
+    local f = io.open(("/proc/%d/wchan"):format(pid))
+    local where = f and f:read("a")
+    if f then f:close() end
+    if where == "wait_for_partner" then break end
+    os.execute("sleep 0.01")
+  end
+  local command = { "sh", "-c", ("echo go > %s/go; cat %s/done >/dev/null"):format(dir, dir) }
+  local function cleanup()
+    os.execute(("kill %d 2>/dev/null; rm -rf %s"):format(pid, dir))
+  end
+  return pid, command, cleanup
+end
+
+-- cgroup2's mount, or nil
+local function cgroup2()
+  for line in io.lines("/proc/self/mounts") do
+    local dir, kind = line:match("^%S+ (%S+) (%S+)")
+    if kind == "cgroup2" then return dir end
+  end
+end
+
+describe("perf.stat of a running process (perf.processes)", function()
+  it("counts every thread of a process while a command runs, as perf stat -p", function()
+    local pid, command, cleanup = waiting_process(7)
+    local r, msg = perf.stat({ pid = pid }, { "syscalls:sys_enter_openat", "task-clock" }, { command = command })
+    cleanup()
+    assert(r, msg)
+    assert.are.equal(8, r["syscalls:sys_enter_openat"])    -- 7 files and the answering fifo
+    assert.are.equal(8, r[1])
+    assert.is_true(r["task-clock"] > 0)
+    assert.is_nil(r.status)
+    assert.is_true(r.elapsed > 0)
+    -- perf stat -p on the same work
+    pid, command, cleanup = waiting_process(7)
+    local out = os.tmpname()
+    os.execute(("perf stat -x, -o %s -p %d -e syscalls:sys_enter_openat -- %s >/dev/null 2>&1")
+      :format(out, pid, "sh -c '" .. command[3] .. "'"))
+    cleanup()
+    local theirs
+    for l in io.lines(out) do theirs = theirs or math.tointeger(tonumber(l:match("^(%d+),"))) end
+    os.remove(out)
+    assert.are.equal(theirs, r[1])
+  end)
+
+  it("counts one thread, as perf stat -t", function()
+    local pid, command, cleanup = waiting_process(3)
+    local r, msg = perf.stat({ tid = pid }, "syscalls:sys_enter_openat", { command = command })
+    cleanup()
+    assert(r, msg)
+    assert.are.equal(4, r[1])
+  end)
+
+  it("counts for a duration", function()
+    local pid, _, cleanup = waiting_process(3)
+    local r, msg = perf.stat({ pid = pid }, "syscalls:sys_enter_openat,task-clock", { duration = 0.05 })
+    cleanup()
+    assert(r, msg)
+    assert.are.equal(0, r[1])                            -- it only waited
+    assert.is_true(r.elapsed >= 50000000)
+  end)
+
+  it("counts a cgroup on every CPU, as perf stat -a -G", function()
+    local root = cgroup2()
+    if not root then pending("no cgroup2 hierarchy here") return end
+    local name = "perf_lua_spec_" .. os.time()
+    assert(os.execute(("mkdir %s/%s"):format(root, name)))
+    local script = ("echo $$ > %s/%s/cgroup.procs; ls / >/dev/null"):format(root, name)
+    local r, msg = perf.stat({ cgroup = name }, { "syscalls:sys_enter_openat" },
+      { command = { "sh", "-c", script }, aggregate = "cpu" })
+    local out = os.tmpname()
+    os.execute(("perf stat -x, -a -o %s -e syscalls:sys_enter_openat -G %s -- sh -c '%s' >/dev/null 2>&1")
+      :format(out, name, script))
+    os.execute(("rmdir %s/%s"):format(root, name))
+    assert(r, msg)
+    local theirs
+    for l in io.lines(out) do theirs = theirs or math.tointeger(tonumber(l:match("^(%d+),"))) end
+    os.remove(out)
+    assert.is_true(r[1] > 0)
+    assert.are.equal(theirs, r[1])
+    assert.are.equal(#perf.cpus.online(), #r.per)
+  end)
+
+  it("is perf-lua stat -p, -t and -G", function()
+    local function run(args)
+      local out = os.tmpname()
+      local ok, _, code = os.execute(("%s bin/perf-lua stat %s 2>%s >/dev/null"):format(H.example, args, out))
+      local f = assert(io.open(out))
+      local text = f:read("a")
+      f:close()
+      os.remove(out)
+      return text, ok and 0 or code
+    end
+    local pid, command, cleanup = waiting_process(5)
+    local text, code = run(("-x, -p %d -e syscalls:sys_enter_openat -- sh -c '%s'"):format(pid, command[3]))
+    cleanup()
+    assert.are.equal(0, code)
+    assert.matches("^6,,syscalls:sys_enter_openat,", text)
+    pid, command, cleanup = waiting_process(2)
+    text, code = run(("-t %d -e syscalls:sys_enter_openat -- sh -c '%s'"):format(pid, command[3]))
+    cleanup()
+    assert.are.equal(0, code)
+    assert.matches(("\n Performance counter stats for thread id '%d':\n\n +3      syscalls:sys_enter_openat"):format(pid), text)
+    text, code = run("-p 1 -e task-clock")
+    assert.are.equal(129, code)
+    assert.matches("give a command to count for, such as %-%- sleep 2", text)
+  end)
+
+  it("returns nil, message, errno for a process that does not exist", function()
+    local r, msg, errno = perf.stat({ pid = 0x3fffffff }, "task-clock", { duration = 0.01 })
+    assert.is_nil(r)
+    assert.are.equal("perf.stat: no process 1073741823", msg)
+    assert.are.equal(ESRCH, errno)
+    r, msg = perf.stat({ cgroup = "no_such_cgroup_here" }, "task-clock", { duration = 0.01 })
+    assert.is_nil(r)
+    assert.matches("^perf.stat: no cgroup no_such_cgroup_here", msg)
+  end)
+
+  it("raises on misuse", function()
+    assert.has_error(function() perf.stat({ pid = 1 }, "task-clock") end,
+      "perf.stat: counting a process, thread or cgroup needs one of opts.duration (seconds) and "
+      .. "opts.command (a command to run meanwhile, as perf stat -p P -- sleep 2)")
+    assert.has_error(function() perf.stat({ pid = 1, tid = 1 }, "task-clock", { duration = 1 }) end,
+      "perf.stat: a target is one of pid, tid and cgroup")
+    assert.has_error(function() perf.stat({ pid = -4 }, "task-clock", { duration = 1 }) end,
+      "perf.stat: pid must be a positive integer, got -4")
+    assert.has_error(function() perf.stat({ pid = 1 }, "task-clock", { duration = 0 }) end,
+      "perf.stat: duration must be a number of seconds, more than 0")
+    assert.has_error(function() perf.stat({ "true" }, "task-clock", { duration = 1 }) end,
+      "perf.stat: duration and command go with a target table ({ pid = P }, { tid = T }, "
+      .. "{ cgroup = G }), not with a command")
+    assert.has_error(function() perf.stat({ pid = 1 }, "task-clock", { duration = 1, all_cpus = true }) end,
+      "perf.stat: all_cpus does not go with a target table (count a cgroup for every CPU)")
+    assert.is_true(processes.is_target { pid = 1 })
+    assert.is_false(processes.is_target { "ls" })
+    assert.are.equal("process id '12'", processes.describe { pid = 12 })
+  end)
+end)
