@@ -59,6 +59,7 @@ build = {
     ["perf.kallsyms"] = "lua/perf/kallsyms.lua",
     ["perf.elf"] = "lua/perf/elf.lua",
     ["perf.events"] = "lua/perf/events.lua",
+    ["perf.flamegraph"] = "lua/perf/flamegraph.lua",
     ["perf.fs"] = "lua/perf/fs.lua",
     ["perf.glob"] = "lua/perf/glob.lua",
     ["perf.group"] = "lua/perf/group.lua",

@@ -233,6 +233,97 @@ describe("perf.profile", function()
   end)
 end)
 
+describe("perf.profile with native = true", function()
+  it("joins the native frames of time in C under the Lua line that called it", function()
+    local prof = assert(perf.profile(fx.copies, { native = true }, 12))
+    assert.is_true(prof.native)
+    local line = assert(find(prof:lines(), { source = FX, line = 56 }))
+    assert.is_true(line.count > 0.8 * prof.samples, ("%d of %d at string.rep's line"):format(line.count, prof.samples))
+    -- string.rep's copying happens in libc (memcpy), below the Lua line
+    local under = 0
+    for stack, count in pairs(folded_lines(prof:folded())) do
+      local after = stack:match("%(" .. FX:gsub("%p", "%%%0") .. ":56%);(.+)$")
+      if after then under = under + count end
+    end
+    assert.is_true(under > 0.3 * prof.samples, ("%d of %d samples show native frames"):format(under, prof.samples))
+    assert.equal(prof.samples, folded_total(prof:folded()))
+  end)
+
+  with_tracefs("stays exact, each openat with the C frames that made it", function()
+    local p <close> = assert(perf.profiler { event = OPENAT, native = true })
+    p:start()
+    fx.both()
+    local prof = p:stop()
+    assert.equal(40, prof.samples)
+    assert.equal(40, prof.samples + prof.lost)
+    assert.equal(40, (p.event:overflows()))
+    assert.equal(30, find(prof:lines(), { line = 7 }).count)
+    assert.equal(10, find(prof:lines(), { line = 13 }).count)
+    local native = 0
+    for stack, count in pairs(folded_lines(prof:folded())) do
+      if stack:find("%(" .. FX:gsub("%p", "%%%0") .. ":%d+%);[^;]") then native = native + count end
+    end
+    assert.equal(40, native)
+  end)
+end)
+
+describe("the profile", function()
+  local prof
+  setup(function()
+    prof = assert(perf.profile(function()
+      fx.split(2)
+      fx.both()
+    end, { event = "task-clock", freq = 2000 }))
+  end)
+
+  it("writes folded stacks, an SVG flame graph and speedscope JSON", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local function read(name)
+      local f = assert(io.open(dir .. "/" .. name))
+      local s = f:read("a")
+      f:close()
+      return s
+    end
+    assert.is_true(prof:write(dir .. "/p.folded"))
+    assert.equal(prof:folded(), read("p.folded"))
+    assert.is_true(prof:write(dir .. "/p.txt"))
+    assert.equal(prof:folded(), read("p.txt"))
+    assert.is_true(prof:write(dir .. "/p.svg"))
+    local svg = read("p.svg")
+    assert.matches("^<%?xml", svg)
+    H.assert_has("Flame graph: task-clock at 2000 Hz", svg)
+    H.assert_has(("all (%d samples, 100.00%%)"):format(prof.samples), svg)
+    assert.is_true(prof:write(dir .. "/p.json"))
+    local doc = require("dkjson").decode(read("p.json"))
+    assert.equal("sampled", doc.profiles[1].type)
+    local sum = 0
+    for _, w in ipairs(doc.profiles[1].weights) do sum = sum + w end
+    assert.equal(prof.samples, sum)
+    assert.is_true(prof:write(dir .. "/anything", "svg"))
+    assert.equal(svg, read("anything"))
+    local ok, err = pcall(prof.write, prof, dir .. "/p.png")
+    assert.is_false(ok)
+    H.assert_has("cannot tell the format", err)
+    ok, err = pcall(prof.write, prof, dir .. "/p", "svgz")
+    assert.is_false(ok)
+    H.assert_has("unknown format 'svgz' (did you mean svg?)", err)
+    H.fails(prof:write("/nonexistent/dir/p.svg"))
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("prints a report like perf report's", function()
+    local text = tostring(prof)
+    assert.matches("^# perf.profile: task%-clock at 2000 Hz\n# %d+ samples, 0 lost\n", text)
+    H.assert_has("#    Self    Total  Function", text)
+    H.assert_has("  0.00%  ", text)
+    H.assert_has("spin  (" .. FX .. ":23)", text)
+    H.assert_has(FX .. ":25  spin", text)
+    H.assert_has("#    Self  Line", text)
+  end)
+end)
+
 describe("perf.profiler", function()
   with_tracefs("starts and stops, counting every overflow as a sample or lost", function()
     local p <close> = assert(perf.profiler { event = OPENAT })

@@ -465,6 +465,29 @@ function Profile:folded()
   return table.concat(out)
 end
 
+-- prof:svg() -> an interactive flame graph (perf.flamegraph)
+function Profile:svg()
+  return require("perf.flamegraph").svg(self:folded(), {
+    title = "Flame graph: " .. self:sampling(),
+    subtitle = ("%d samples, %d lost; click a frame to zoom"):format(self.samples, self.lost),
+  })
+end
+
+-- prof:speedscope() -> speedscope's JSON file format
+function Profile:speedscope()
+  local stacks = {}
+  for i, s in ipairs(self.stacks) do
+    local frames = {}
+    for j, f in ipairs(s.frames) do
+      frames[j] = { name = frame_label(f), line = f.kind == "lua" and f.line or nil,
+        file = f.kind ~= "c" and f.source or nil }
+    end
+    if #frames == 0 then frames[1] = { name = "[unknown]" } end
+    stacks[i] = { frames = frames, count = s.count }
+  end
+  return require("perf.flamegraph").speedscope(stacks, { name = self:sampling() })
+end
+
 local FORMATS = { folded = true, svg = true, speedscope = true }
 local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg", json = "speedscope" }
 
@@ -484,12 +507,9 @@ function Profile:write(path, format)
     error(("prof:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), names)), 2)
   end
   local text
-  if format == "folded" then
-    text = self:folded()
-  else
-    local fg = require "perf.flamegraph"
-    text = format == "svg" and fg.svg(self) or fg.speedscope(self)
-  end
+  if format == "folded" then text = self:folded()
+  elseif format == "svg" then text = self:svg()
+  else text = self:speedscope() end
   local f, msg, errno = io.open(path, "w")
   if not f then return nil, "prof:write: " .. msg, errno end
   local ok
