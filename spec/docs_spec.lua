@@ -60,6 +60,15 @@ end
 -- gives them ("Class:method")
 local PUBLIC = {
   perf = { functions = front_functions },
+  ["perf.core"] = {
+    functions = plain_functions "perf.core",
+    classes = {
+      event = registry_methods "perf.event",
+      group = registry_methods "perf.group",
+      ring = registry_methods "perf.ring",
+      child = registry_methods "perf.child",
+    },
+  },
   ["perf.cpus"] = {
     functions = plain_functions "perf.cpus",
     classes = { Set = instance_methods(function() return perf.cpus.open "dummy" end) },
