@@ -675,6 +675,15 @@ describe("perf.stat_format's JSON, beside perf stat -j", function()
     end
   end)
 
+  it("writes multiplexed counts scaled with their share, and escapes names", function()
+    local s = F.summary { { elapsed = 4000000, user = 0, sys = 0, status = 0, events = {
+      { name = 'x"y\\z', raw = 50, value = 100, time_enabled = 4000000, time_running = 2000000,
+        fraction = 0.5, type = 2, config = 7 } } } }
+    assert.are.equal('{"counter-value" : "100.000000", "unit" : "", "event" : "x\\"y\\\\z", '
+      .. '"event-runtime" : 2000000, "pcnt-running" : 50.00, "metric-value" : 0.000000, '
+      .. '"metric-unit" : ""}\n', F.json(s))
+  end)
+
   it("leads intervals with the time", function()
     local got
     assert(perf.stat({ "true" }, { "task-clock" }, { interval = 1000, on_interval = function(r)

@@ -453,7 +453,7 @@ local function run(argv, events, opts, target)
   local cpus = cpus_of(opts)
   local tlist, msg, errno
   if target then                         -- a process, thread or cgroup
-    tlist, msg, errno = processes.targets(target, require("perf.cpus").online())
+    tlist, msg, errno = processes.targets(target, require("perf.capabilities").online_cpus())
     if not tlist then return nil, "perf.stat: " .. msg, errno end
     cpus = msg                           -- a cgroup's CPUs, or nil
   end
@@ -480,7 +480,7 @@ local function run(argv, events, opts, target)
   -- per thread: the command on each CPU, so that each counter has a ring
   local on_cpus = cpus
   if opts.per_thread then
-    on_cpus, targets = require("perf.cpus").online(), {}
+    on_cpus, targets = require("perf.capabilities").online_cpus(), {}
     for k, c in ipairs(on_cpus) do targets[k] = { pid = pid, cpu = c } end
   end
   for u, list in ipairs(units) do
