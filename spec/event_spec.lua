@@ -84,8 +84,8 @@ describe("software events", function()
     assert(ev:disable())
     local n = ev:read()
     -- at least one fault per page; the allocator adds a few (a sanitizer's
-    -- shadow memory adds an eighth more)
-    assert.is_true(n >= 4000 and n < 6000, "page faults: " .. n)
+    -- shadow memory and quarantine add more: 6536 were seen under ASan)
+    assert.is_true(n >= 4000 and n < 8000, "page faults: " .. n)
     assert.are.equal(2000 * 4096, #mem)
   end)
 
