@@ -165,3 +165,10 @@ bench-ring: all build/ring_decode
 	$(LUA) bench/ring.lua $(BENCH_N)
 
 bench: bench-ring
+
+# ---- profiling Lua code: benchmark (see bench/profile.lua) ----
+.PHONY: bench-profile
+bench-profile: all
+	$(LUA) bench/profile.lua
+
+bench: bench-profile

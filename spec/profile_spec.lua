@@ -387,3 +387,43 @@ describe("perf.profiler", function()
     assert.is_true(prof.samples >= 0)
   end)
 end)
+
+describe("examples/profile.lua", function()
+  local function run(args)
+    local p = io.popen(("%s examples/profile.lua %s 2>&1; echo \"exit $?\""):format(H.example, args))
+    local out = p:read("a")
+    p:close()
+    return out
+  end
+
+  with_tracefs("runs a script with its arguments and prints the report", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local out = run("-e syscalls:sys_enter_openat -o " .. dir .. "/w.svg examples/wordfreq.lua 20000")
+    assert.matches("exit 0\n$", out)
+    assert.matches("# perf.profile: syscalls:sys_enter_openat, period 1\n# %d+ samples, 0 lost\n", out)
+    -- save() opens the file once per distinct word: all its samples at that line
+    assert.matches("\n%s+100.00%%%s+100.00%%  save  %(examples/wordfreq.lua:35%)\n", out)
+    assert.matches("examples/wordfreq.lua:38  save\n", out)
+    H.assert_has("# written to " .. dir .. "/w.svg", out)
+    local f = assert(io.open(dir .. "/w.svg"))
+    assert.matches("^<%?xml", f:read("a"))
+    f:close()
+    os.execute("rm -rf " .. dir)
+    out = run("-F 500 --native examples/wordfreq.lua 20000")
+    assert.matches("# perf.profile: cpu%-clock at 500 Hz\n", out)
+    H.assert_has("native frames", out)
+  end)
+
+  it("explains its usage and an event it cannot open", function()
+    assert.matches("usage: lua5.4 examples/profile.lua", run(""))
+    assert.matches("exit 2\n$", run("-F 10 -c 10 examples/wordfreq.lua"))
+    assert.matches("unknown option %-x", run("-x examples/wordfreq.lua"))
+    if not caps.pmu then
+      local out = run("-e cycles examples/wordfreq.lua")
+      H.assert_has("no hardware PMU", out)
+      assert.matches("exit 1\n$", out)
+    end
+  end)
+end)

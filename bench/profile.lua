@@ -1,0 +1,196 @@
+-- bench/profile.lua: what profiling costs a CPU-bound Lua workload.
+--
+--   lua5.4 bench/profile.lua [rounds]        (make bench-profile)
+--
+-- Side by side, in one run, the same workload:
+--   plain     unprofiled;
+--   perf      under perf.profile, cpu-clock at 999 Hz (the overflow signal
+--             arms a count hook; the hook walks the stack once per sample);
+--   sethook   under a plain debug.sethook count-hook profiler, as the usual
+--             Lua profilers work: a hook every N VM instructions, N chosen
+--             so that it samples at 999 Hz of the unprofiled run; each hook
+--             walks the stack with debug.getinfo and counts it;
+--   perf tool the workload in a child lua5.4 under `perf record -F 999 -e
+--             cpu-clock` (when the perf tool is installed), against the
+--             same child unprofiled: the kernel's share of sampling.
+-- Times are the process's CPU time (os.clock: user + system, so signal
+-- delivery counts), medians over the rounds, run in rotating order.
+-- Targets: perf.profile under 3% slowdown, and at least 10x less overhead
+-- than the sethook profiler.
+package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+package.cpath = "./?.so;" .. package.cpath
+
+-- ---- the workload: calls, table reads and writes, string scanning,
+-- arithmetic; little garbage, so the collector does not blur the times ----
+local function fib(n)
+  if n < 2 then return n end
+  return fib(n - 1) + fib(n - 2)
+end
+
+local ARRAY = {}
+for i = 1, 4096 do ARRAY[i] = i end
+
+local function shuffle(rounds)
+  local t, s = ARRAY, 0
+  for r = 1, rounds do
+    for i = 1, #t do
+      local j = (i * 7 + r) % #t + 1
+      t[i], t[j] = t[j], t[i]
+      s = s + t[i]
+    end
+  end
+  return s
+end
+
+local TEXT = ("the quick brown fox jumps over the lazy dog "):rep(64)
+
+local function scan(rounds)
+  local n = 0
+  for _ = 1, rounds do
+    for i = 1, #TEXT do
+      if TEXT:byte(i) == 32 then n = n + 1 end
+    end
+  end
+  return n
+end
+
+local function workload()
+  return fib(29) + shuffle(1200) + scan(1200)
+end
+
+local function cpu(fn, ...)
+  collectgarbage()
+  collectgarbage()
+  local t0 = os.clock()
+  local r = fn(...)
+  return os.clock() - t0, r
+end
+
+-- the child of the perf tool comparison: run the workload, print its time
+if arg[1] == "--child" then
+  local t = cpu(workload)
+  io.write(("%.6f\n"):format(t))
+  return
+end
+
+local perf = require "perf"
+local ROUNDS = math.tointeger(tonumber(arg[1] or "")) or 7
+
+-- ---- the debug.sethook profiler ----
+local function sethook_profile(fn, count)
+  local stacks, samples = {}, 0
+  local getinfo = debug.getinfo
+  local function hook()
+    local parts, level = {}, 2
+    while true do
+      local info = getinfo(level, "Sl")
+      if not info then break end
+      parts[#parts + 1] = info.short_src .. ":" .. info.currentline
+      level = level + 1
+    end
+    local key = table.concat(parts, ";")
+    stacks[key] = (stacks[key] or 0) + 1
+    samples = samples + 1
+  end
+  debug.sethook(hook, "", count)
+  local r = fn()
+  debug.sethook()
+  return samples, r
+end
+
+local function median(t)
+  local c = {}
+  for i, v in ipairs(t) do c[i] = v end
+  table.sort(c)
+  local n = #c
+  if n % 2 == 1 then return c[(n + 1) // 2] end
+  return (c[n // 2] + c[n // 2 + 1]) / 2
+end
+
+-- instructions per run, to give the sethook profiler 999 Hz
+local plain0 = cpu(workload)
+local instructions = 0
+debug.sethook(function() instructions = instructions + 1 end, "", 1000)
+workload()
+debug.sethook()
+instructions = instructions * 1000
+local count = math.max(1, math.floor(instructions / (plain0 * 999)))
+
+local times = { plain = {}, perf = {}, sethook = {} }
+local samples = { perf = {}, sethook = {} }
+local runs = {
+  plain = function() return cpu(workload) end,
+  perf = function()
+    collectgarbage()
+    collectgarbage()
+    local t0 = os.clock()
+    local prof = assert(perf.profile(workload))
+    local t = os.clock() - t0
+    samples.perf[#samples.perf + 1] = prof.samples
+    return t
+  end,
+  sethook = function()
+    collectgarbage()
+    collectgarbage()
+    local t0 = os.clock()
+    local n = sethook_profile(workload, count)
+    local t = os.clock() - t0
+    samples.sethook[#samples.sethook + 1] = n
+    return t
+  end,
+}
+local order = { "plain", "perf", "sethook" }
+for round = 1, ROUNDS do
+  for k = 0, 2 do
+    local name = order[(round + k) % 3 + 1]
+    local t = runs[name]()
+    times[name][#times[name] + 1] = t
+  end
+end
+
+local plain = median(times.plain)
+local function overhead(name) return median(times[name]) / plain - 1 end
+local perf_over, hook_over = overhead("perf"), overhead("sethook")
+
+print(("bench/profile.lua: %d rounds of a CPU-bound Lua workload (%.0f ms, %.1f M VM instructions), medians of CPU time")
+  :format(ROUNDS, plain * 1000, instructions / 1e6))
+print(("%-34s %10s %10s %10s"):format("", "time (ms)", "slowdown", "samples"))
+print(("%-34s %10.1f %10s %10s"):format("unprofiled", plain * 1000, "-", "-"))
+print(("%-34s %10.1f %9.2f%% %10d"):format("perf.profile, cpu-clock 999 Hz", median(times.perf) * 1000,
+  perf_over * 100, median(samples.perf)))
+print(("%-34s %10.1f %9.2f%% %10d"):format(("debug.sethook, every %d instr."):format(count),
+  median(times.sethook) * 1000, hook_over * 100, median(samples.sethook)))
+
+-- the perf tool, on the same workload in a child process
+local function child(prefix)
+  local p = io.popen(("%s %s bench/profile.lua --child 2>/dev/null"):format(prefix, arg[-1] or "lua5.4"))
+  local t = tonumber(p:read("l") or "")
+  p:close()
+  return t
+end
+local have_perf = io.popen("command -v perf 2>/dev/null"):read("l")
+if have_perf then
+  local data = os.tmpname()
+  local base, tool = {}, {}
+  for _ = 1, ROUNDS do
+    base[#base + 1] = child("env -u LD_PRELOAD")
+    tool[#tool + 1] = child(("env -u LD_PRELOAD perf record -q -F 999 -e cpu-clock -o %s --"):format(data))
+  end
+  os.remove(data)
+  if #base > 0 and #tool == #base then
+    local b, t = median(base), median(tool)
+    print(("%-34s %10.1f %9.2f%% %10s"):format("perf record -F 999 (child, C side)", t * 1000,
+      (t / b - 1) * 100, "-"))
+  end
+end
+
+local function verdict(ok) return ok and "met" or "MISSED" end
+print()
+print(("target: perf.profile slowdown under 3%%: %.2f%% (%s)"):format(perf_over * 100, verdict(perf_over < 0.03)))
+if perf_over > 0 then
+  local ratio = hook_over / perf_over
+  print(("target: at least 10x less overhead than debug.sethook: %.1fx (%s)"):format(ratio, verdict(ratio >= 10)))
+else
+  print(("target: at least 10x less overhead than debug.sethook: perf.profile's overhead is within the noise "
+    .. "(%.2f%%) against %.1f%% (met)"):format(perf_over * 100, hook_over * 100))
+end
