@@ -10,7 +10,8 @@
 --   -E, --entries N        at most N rows of functions (default: what fits)
 --
 -- Kernel functions ([k]) are named from /proc/kallsyms, user functions
--- ([.]) from the ELF symbol tables of the files the processes mapped. On a
+-- ([.]) from the ELF symbol tables of the files the processes mapped
+-- ([unknown] where a stripped file has none). On a
 -- terminal the view is redrawn in place (plain ANSI); q or ^C ends it and
 -- restores the terminal. Not on a terminal, a report is printed for each
 -- refresh. The counts are those of the last refresh period.
@@ -102,10 +103,11 @@ local function quit_key()
 end
 
 -- ---- the samples ----
--- one event per CPU, every process; the rings wake the reader when 16 KiB
--- are ready (or at the poll's timeout), not at every sample
+-- one event per CPU, every process, with the names of the commands that
+-- exec meanwhile (comm records); the rings wake the reader when 16 KiB are
+-- ready (or at the poll's timeout), not at every sample
 local set, msg = cpus.open({ opts.event, freq = true, sample_freq = opts.freq,
-  sample_type = { "ip", "tid", "cpu" }, wakeup_watermark = 16384 },
+  sample_type = { "ip", "tid", "cpu" }, comm = true, wakeup_watermark = 16384 },
   { pid = -1, cpus = opts.cpus and cpus.parse_list(opts.cpus) or nil })
 if not set then
   io.stderr:write("perf-lua top: ", msg, "\n")
@@ -150,7 +152,9 @@ local function symbol(kernel, pid, ip)
   end
   local w = locate(ip)
   if not w then return ("[.] 0x%x"):format(ip), "[unknown]" end
-  return "[.] " .. (w.symbol or ("0x%x"):format(w.offset)), w.file:match("[^/]*$")
+  -- an address no symbol covers (a stripped file) counts for its file, as
+  -- perf names it: [unknown]
+  return "[.] " .. (w.symbol or "[unknown]"), w.file:match("[^/]*$")
 end
 
 -- the counts of one refresh period
@@ -165,6 +169,8 @@ local function consume()
       local kernel = r.cpumode == "kernel"
       local place = ("%s\0%d\0%d"):format(kernel and "k" or "u", kernel and 0 or r.pid, r.ip)
       by_place[place] = (by_place[place] or 0) + 1
+    elseif r.type == "comm" and r.pid == r.tid then
+      comm_cache[r.pid] = r.comm            -- a command that may be gone when shown
     end
   end
 end
