@@ -60,6 +60,7 @@ end
 -- gives them ("Class:method")
 local PUBLIC = {
   perf = { functions = front_functions },
+  ["perf.stat_format"] = { functions = plain_functions "perf.stat_format" },
   ["perf.core"] = {
     functions = plain_functions "perf.core",
     classes = {

@@ -1,12 +1,12 @@
--- perf.stat_format: perf.stat results printed the way `perf stat` prints
+--- perf.stat_format: perf.stat results printed the way `perf stat` prints
 -- them. Pure functions over result tables, so they can be checked on
 -- synthetic values (multiplexed counts, several runs).
 --
---   local F = require "perf.stat_format"
---   local s = F.summary { r1, r2, r3 }     -- results of perf.stat, one per run
---   io.stderr:write(F.text(s, argv))        -- perf stat's table
---   io.stderr:write(F.csv(s, ","))          -- perf stat -x,
---   io.stderr:write(F.json(s))              -- perf stat -j
+--     local F = require "perf.stat_format"
+--     local s = F.summary { r1, r2, r3 }     -- results of perf.stat, one per run
+--     io.stderr:write(F.text(s, argv))        -- perf stat's table
+--     io.stderr:write(F.csv(s, ","))          -- perf stat -x,
+--     io.stderr:write(F.json(s))              -- perf stat -j
 --
 -- Clock events (task-clock, cpu-clock) print in msec with "CPUs utilized";
 -- other counts print with thousands separators and a rate per second of
@@ -14,9 +14,15 @@
 -- count that ran part of the time it was enabled (multiplexing) is scaled
 -- and shows the percentage it ran. With several runs each count is their
 -- mean, with the relative standard deviation of the mean, as perf stat -r.
+-- @module perf.stat_format
 local F = {}
 
--- 1234567 -> "1,234,567"; with `decimals`, 1234.5 -> "1,234.50".
+--- 1234567 -> "1,234,567"; with `decimals`, 1234.5 -> "1,234.50".
+-- @number x the number
+-- @int[opt] decimals digits after the point (default: an integer)
+-- @treturn string
+-- @usage assert(F.thousands(1234567) == "1,234,567")
+-- @function thousands
 function F.thousands(x, decimals)
   local s = decimals and ("%." .. decimals .. "f"):format(x) or ("%d"):format(math.floor(x + 0.5))
   local sign, int, frac = s:match("^(%-?)(%d+)(.*)$")
@@ -24,7 +30,11 @@ function F.thousands(x, decimals)
   return sign .. int .. frac
 end
 
--- perf's rate units: the value per second scaled to K, M or G.
+--- perf's rate units: the value per second scaled to K, M or G.
+-- @number per_sec a rate
+-- @treturn number the scaled value
+-- @treturn string its unit ("K/sec", ...)
+-- @function rate_unit
 function F.rate_unit(per_sec)
   if per_sec > 1e9 then return per_sec / 1e9, "G/sec" end
   if per_sec > 1e6 then return per_sec / 1e6, "M/sec" end
@@ -41,8 +51,12 @@ local function is_clock(e)
   return e.type == 1 and (e.config == 0 or e.config == 1)
 end
 
--- mean and relative standard deviation of the mean, in percent (0 for one
+--- mean and relative standard deviation of the mean, in percent (0 for one
 -- value or a zero mean)
+-- @tparam {number,...} values the values of the runs
+-- @treturn number the mean
+-- @treturn number the noise, in percent
+-- @function mean_noise
 function F.mean_noise(values)
   local n, sum = #values, 0
   for _, v in ipairs(values) do sum = sum + v end
@@ -110,6 +124,11 @@ local function summarize_per(runs)
   return per
 end
 
+--- The runs of a command summed up as perf stat -r prints them: each
+-- event's mean, its noise and its running share.
+-- @tparam {table,...} runs perf.stat results, one per run
+-- @treturn table the summary the printers take
+-- @function summary
 function F.summary(runs)
   assert(#runs >= 1, "no runs")
   local s = { runs = #runs, status = runs[#runs].status, signal = runs[#runs].signal }
@@ -235,6 +254,11 @@ end
 -- (argv), or for counting on CPUs what perf names it ("system wide",
 -- "CPU(s) 0-1"), or { title = "process id '12'" } for what perf names
 -- without quotes; then there are no user and sys lines, as perf prints none.
+-- @tparam table s a summary
+-- @param what the command (argv), or what was counted
+-- @treturn string the table
+-- @usage io.stderr:write(F.text(F.summary { r }, argv))
+-- @function text
 function F.text(s, what)
   local out = {}
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
@@ -287,6 +311,10 @@ end
 -- metric, metric unit.
 -- Rows per place or thread lead with perf's key (and the number of CPUs
 -- in a core, die or socket).
+-- @tparam table s a summary
+-- @string sep the separator
+-- @treturn string the rows
+-- @function csv
 function F.csv(s, sep)
   return each_line(s, function(e, _, clock, lead) return lead .. csv_row(e, s, clock, sep) end,
     function(kind, row) return csv_prefix(kind, row, sep) end)
@@ -323,6 +351,9 @@ end
 -- with perf's keys: counter-value, unit, event, [variance,] event-runtime,
 -- pcnt-running, metric-value, metric-unit; aggregated rows lead with
 -- "core"/"die"/"socket" and "aggregate-number", "cpu" or "thread".
+-- @tparam table s a summary
+-- @treturn string one JSON object a line
+-- @function json
 function F.json(s)
   return each_line(s, function(e, _, clock, lead) return "{" .. lead .. json_row(e, s, clock) .. "}" end,
     json_prefix)
@@ -339,6 +370,9 @@ local HEADERS = {
 
 --- The header perf stat -I prints above its intervals (not with -x or
 -- -j); `kind` is the aggregation, if any.
+-- @string[opt] kind the aggregation
+-- @treturn string the header
+-- @function interval_header
 function F.interval_header(kind)
   return HEADERS[kind] or "#           time             counts unit events\n"
 end
@@ -349,6 +383,11 @@ end
 -- "interval" member first). `since` is when the interval began (ns since
 -- the exec; 0 for the first), so rates and CPUs utilized are of the
 -- interval.
+-- @tparam table r an interval's counts (perf.stat's on_interval)
+-- @int since when the interval began (ns since the exec)
+-- @string[opt] sep a CSV separator, or "json"
+-- @treturn string the rows
+-- @function interval
 function F.interval(r, since, sep)
   local s = F.summary { setmetatable({ elapsed = r.time - since, user = 0, sys = 0 }, { __index = r }) }
   local time = ("%16.9f"):format(r.time / 1e9)
