@@ -209,8 +209,9 @@ end
 --
 -- The profile has `samples`, `lost`, `event`, `freq` or `period`, and
 -- `prof:functions()`, `prof:lines()`, `prof:folded()`, `prof:write(path
--- [, format])` (`"folded"`, `"svg"`, `"speedscope"`; by default from the
--- extension) and `tostring(prof)`, a report like perf report's.
+-- [, format])` (`"folded"`, `"svg"`, `"speedscope"`, `"pprof"`: pprof's
+-- profile.proto, gzip-compressed; by default from the extension, `.pb.gz`
+-- and `.pprof` for pprof) and `tostring(prof)`, a report like perf report's.
 -- @tparam function fn the function to profile
 -- @tparam[opt] table opts `event` (any event `perf.open` takes; default
 -- `"cpu-clock"`), `freq` (Hz) or `period` (events per sample); the default
@@ -488,8 +489,9 @@ function Profile:speedscope()
   return require("perf.flamegraph").speedscope(stacks, { name = self:sampling() })
 end
 
-local FORMATS = { folded = true, svg = true, speedscope = true }
-local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg", json = "speedscope" }
+local FORMATS = { folded = true, svg = true, speedscope = true, pprof = true }
+local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg", json = "speedscope",
+  pprof = "pprof", ["pb.gz"] = "pprof" }
 
 -- prof:write(path [, format]) -> true | nil, message, errno
 function Profile:write(path, format)
@@ -497,20 +499,21 @@ function Profile:write(path, format)
     error(("prof:write: path expected, got %s"):format(type(path)), 2)
   end
   if format == nil then
-    local ext = path:match("%.([%w]+)$")
+    local ext = path:match("%.(pb%.gz)$") or path:match("%.([%w]+)$")
     format = ext and BY_EXTENSION[ext:lower()]
     if not format then
-      error(("prof:write: cannot tell the format from '%s': name it (\"folded\", \"svg\" or \"speedscope\") or use .folded, .svg or .json"):format(path), 2)
+      error(("prof:write: cannot tell the format from '%s': name it (\"folded\", \"svg\", \"speedscope\" or \"pprof\") or use .folded, .svg, .json or .pb.gz"):format(path), 2)
     end
   elseif not FORMATS[format] then
-    local names = { "folded", "svg", "speedscope" }
+    local names = { "folded", "svg", "speedscope", "pprof" }
     error(("prof:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), names)), 2)
   end
   local text
   if format == "folded" then text = self:folded()
   elseif format == "svg" then text = self:svg()
+  elseif format == "pprof" then text = require("perf.pprof").file(self)
   else text = self:speedscope() end
-  local f, msg, errno = io.open(path, "w")
+  local f, msg, errno = io.open(path, "wb")
   if not f then return nil, "prof:write: " .. msg, errno end
   local ok
   ok, msg, errno = f:write(text)
