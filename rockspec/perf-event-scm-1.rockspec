@@ -74,6 +74,7 @@ build = {
     ["perf.pmu"] = "lua/perf/pmu.lua",
     ["perf.pprof"] = "lua/perf/pprof.lua",
     ["perf.profile"] = "lua/perf/profile.lua",
+    ["perf.profile_diff"] = "lua/perf/profile_diff.lua",
     ["perf.stat"] = "lua/perf/stat.lua",
     ["perf.stat_format"] = "lua/perf/stat_format.lua",
     ["perf.syntax"] = "lua/perf/syntax.lua",

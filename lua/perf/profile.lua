@@ -522,6 +522,11 @@ function Profile:write(path, format)
   return true
 end
 
+-- prof:diff(base) -> the differential profile (perf.profile_diff)
+function Profile:diff(base)
+  return require("perf.profile_diff").new(base, self)
+end
+
 -- "cpu-clock at 999 Hz" or "syscalls:sys_enter_openat, every 1"
 function Profile:sampling()
   if self.freq then return ("%s at %d Hz"):format(self.event, self.freq) end

@@ -1,0 +1,161 @@
+-- perf.profile_diff: two profiles of the same code compared, stack by
+-- stack and line by line.
+--
+--   local d = prof:diff(base)        -- base: the profile before the change
+--   d:folded()                       -- "stack base_count count" lines
+--   d:write "d.folded"               -- (FlameGraph's difffolded.pl form)
+--   print(d)                         -- the lines that grew and shrank most
+--
+-- Stacks are those of prof:folded(): the same code profiled twice gives
+-- the same stack strings, so they are matched as strings. Counts are
+-- weights in the profiles' unit; percentages compare each side to its
+-- own total, so runs of different lengths still compare.
+
+local nearest = require "perf.nearest"
+
+local M = {}
+
+local Diff = { __name = "perf.profile.diff" }
+Diff.__index = Diff
+
+-- folded text -> { [stack] = count }, total
+local function parse_folded(text)
+  local counts, total = {}, 0
+  for line in text:gmatch("[^\n]+") do
+    local stack, n = line:match("^(.*) (%d+)$")
+    if stack then
+      n = math.tointeger(tonumber(n))
+      counts[stack] = (counts[stack] or 0) + n
+      total = total + n
+    end
+  end
+  return counts, total
+end
+
+-- the weight of each self line: { [source:line] = { count, name, source, line } }
+local function lines_of(prof)
+  local by = {}
+  for _, l in ipairs(prof:lines()) do
+    by[l.source .. ":" .. l.line] = l
+  end
+  return by
+end
+
+local function check_profile(p, what)
+  local mt = getmetatable(p)
+  if type(p) ~= "table" or type(p.folded) ~= "function" or type(p.lines) ~= "function" then
+    error(("prof:diff: %s must be a profile, got %s"):format(what, mt and mt.__name or type(p)), 4)
+  end
+end
+
+-- M.new(base, prof) -> diff
+function M.new(base, prof)
+  check_profile(base, "base")
+  check_profile(prof, "the profile")
+  if (base.unit or "samples") ~= (prof.unit or "samples") then
+    error(("prof:diff: the profiles count different things (%s and %s)")
+      :format(base.unit or "samples", prof.unit or "samples"), 3)
+  end
+  local before, base_total = parse_folded(base:folded())
+  local after, total = parse_folded(prof:folded())
+  local stacks = {}
+  for stack, n in pairs(before) do stacks[#stacks + 1] = { stack = stack, base = n, count = after[stack] or 0 } end
+  for stack, n in pairs(after) do
+    if not before[stack] then stacks[#stacks + 1] = { stack = stack, base = 0, count = n } end
+  end
+  table.sort(stacks, function(a, b) return a.stack < b.stack end)
+  return setmetatable({ base = base, profile = prof, stacks = stacks, base_total = base_total,
+    total = total, event = prof.event, unit = prof.unit or "samples" }, Diff)
+end
+
+-- d:folded() -> "stack base_count count" lines, sorted by stack
+function Diff:folded()
+  local out = {}
+  for i, s in ipairs(self.stacks) do out[i] = ("%s %d %d\n"):format(s.stack, s.base, s.count) end
+  return table.concat(out)
+end
+
+local function share(n, total) return total > 0 and n / total or 0 end
+
+-- d:lines() -> { {source, line, name, base, count, change}, ... }: every
+-- line either profile charged, the largest change of share first
+-- (`change`: the line's share of its profile minus its share of the base,
+-- in percentage points).
+function Diff:lines()
+  local before, after = lines_of(self.base), lines_of(self.profile)
+  local list = {}
+  local function add(key, l)
+    local b, a = before[key], after[key]
+    list[#list + 1] = { source = l.source, line = l.line, name = l.name,
+      base = b and b.count or 0, count = a and a.count or 0 }
+  end
+  for key, l in pairs(after) do add(key, l) end
+  for key, l in pairs(before) do if not after[key] then add(key, l) end end
+  for _, e in ipairs(list) do
+    e.change = 100 * (share(e.count, self.total) - share(e.base, self.base_total))
+  end
+  table.sort(list, function(x, y)
+    if math.abs(x.change) ~= math.abs(y.change) then return math.abs(x.change) > math.abs(y.change) end
+    if x.source ~= y.source then return x.source < y.source end
+    return x.line < y.line
+  end)
+  return list
+end
+
+function Diff:report(max)
+  max = max or 10
+  local out = {}
+  local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
+  add("# perf.profile diff: %s", self.event or "?")
+  add("# base %d %s, now %d %s", self.base_total, self.unit, self.total, self.unit)
+  add("#")
+  add("#    Base      Now   Change  Line")
+  local lines = self:lines()
+  for i = 1, math.min(max, #lines) do
+    local l = lines[i]
+    add("  %6.2f%%  %6.2f%%  %+6.2f  %s:%d  %s", 100 * share(l.base, self.base_total),
+      100 * share(l.count, self.total), l.change, l.source, l.line, l.name or "?")
+  end
+  if #lines > max then add("  ... %d more lines", #lines - max) end
+  return table.concat(out, "\n") .. "\n"
+end
+
+function Diff:__tostring() return self:report() end
+
+local FORMATS = { "folded", "svg" }
+local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg" }
+
+-- d:write(path [, format]) -> true | nil, message, errno
+function Diff:write(path, format)
+  if type(path) ~= "string" then
+    error(("diff:write: path expected, got %s"):format(type(path)), 2)
+  end
+  if format == nil then
+    local ext = path:match("%.([%w]+)$")
+    format = ext and BY_EXTENSION[ext:lower()]
+    if not format then
+      error(("diff:write: cannot tell the format from '%s': name it (\"folded\" or \"svg\") or use .folded or .svg"):format(path), 2)
+    end
+  elseif not BY_EXTENSION[format] then
+    error(("diff:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), FORMATS)), 2)
+  end
+  local text
+  if format == "folded" then
+    text = self:folded()
+  else
+    local ok, fg = pcall(require, "perf.flamegraph")
+    if not ok or not fg.diff_svg then
+      error("diff:write: differential SVG flame graphs are not available in this build: write \"folded\" and use FlameGraph's flamegraph.pl", 2)
+    end
+    text = fg.diff_svg(self)
+  end
+  local f, msg, errno = io.open(path, "wb")
+  if not f then return nil, "diff:write: " .. msg, errno end
+  local ok
+  ok, msg, errno = f:write(text)
+  f:close()
+  if not ok then return nil, "diff:write: " .. msg, errno end
+  return true
+end
+
+return M

@@ -1,0 +1,65 @@
+-- prof:diff(base): two profiles compared stack by stack (FlameGraph's
+-- difffolded form) and line by line; exact with a tracepoint at every hit.
+
+local perf = require "perf"
+local H = require "helpers"
+
+local FX = "spec/fixtures/profiled2.lua"
+local fx = dofile(FX)
+local OPENAT = "syscalls:sys_enter_openat"
+local with_tracefs = perf.capabilities().tracefs and it or pending
+
+local function run(a, b)
+  return assert(perf.profile(function() fx.open_a(a); fx.open_b(b) end, { event = OPENAT }))
+end
+
+describe("prof:diff", function()
+  with_tracefs("gives each stack's count in the base and now, exactly", function()
+    local base, now = run(30, 10), run(20, 25)
+    local d = now:diff(base)
+    assert.equal(40, d.base_total)
+    assert.equal(45, d.total)
+    local rows = {}
+    for stack, b, n in d:folded():gmatch("([^\n]*) (%d+) (%d+)\n") do
+      rows[stack:match("[^;]*$")] = { tonumber(b), tonumber(n) }
+    end
+    assert.same({
+      ["open_a (" .. FX .. ":7)"] = { 30, 20 },
+      ["open_b (" .. FX .. ":13)"] = { 10, 25 },
+    }, rows)
+
+    -- the two changes are equal and opposite: the line order breaks the tie
+    local lines = d:lines()
+    assert.equal(2, #lines)
+    assert.same({ FX, 7, "open_a", 30, 20 }, { lines[1].source, lines[1].line, lines[1].name, lines[1].base, lines[1].count })
+    assert.near(100 * (20 / 45 - 30 / 40), lines[1].change, 1e-9)
+    assert.same({ 13, "open_b", 10, 25 }, { lines[2].line, lines[2].name, lines[2].base, lines[2].count })
+    assert.near(100 * (25 / 45 - 10 / 40), lines[2].change, 1e-9)
+
+    local text = tostring(d)
+    H.assert_has("# base 40 samples, now 45 samples", text)
+    H.assert_has(" 25.00%   55.56%  +30.56  " .. FX .. ":13  open_b", text)
+  end)
+
+  with_tracefs("keeps stacks found on one side only, with 0 on the other", function()
+    local base, now = run(5, 0), run(0, 3)
+    local text = now:diff(base):folded()
+    assert.matches(";open_a %(" .. FX:gsub("%p", "%%%0") .. ":7%) 5 0\n", text)
+    assert.matches(";open_b %(" .. FX:gsub("%p", "%%%0") .. ":13%) 0 3\n", text)
+    local path = os.tmpname() .. ".folded"
+    assert.is_true(now:diff(base):write(path))
+    local f = assert(io.open(path))
+    assert.equal(text, f:read("a"))
+    f:close()
+    os.remove(path)
+  end)
+
+  it("refuses what is not a profile, and unknown formats", function()
+    local prof = assert(perf.profile(function() end))
+    H.assert_has("base must be a profile, got number", select(2, pcall(prof.diff, prof, 3)))
+    local d = prof:diff(prof)
+    assert.equal("", d:folded())
+    H.assert_has("did you mean folded?", select(2, pcall(d.write, d, "x", "foldd")))
+    H.assert_has("cannot tell the format", select(2, pcall(d.write, d, "x.png")))
+  end)
+end)
