@@ -49,6 +49,8 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_signal(L);
   pl_open_userpage(L);
   pl_open_profile(L);      /* perf.profile's hook: after the signals */
+  pl_open_profile_alloc(L); /* extend the profiler: after it */
+  pl_open_profile_time(L);
   lua_pushliteral(L, "0.1");
   lua_setfield(L, -2, "version");
   return 1;

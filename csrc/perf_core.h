@@ -133,6 +133,8 @@ void pl_open_decode(lua_State *L);      /* perf.core.decode/stream */
 void pl_open_signal(lua_State *L);      /* ev:notify/overflows */
 void pl_open_userpage(lua_State *L);    /* ev:userpage/userread */
 void pl_open_profile(lua_State *L);     /* perf.profile's sampling hook */
+void pl_open_profile_alloc(lua_State *L); /* mode = "alloc": the allocator wrapped */
+void pl_open_profile_time(lua_State *L);  /* mode = "off-cpu" and "wall": time weights */
 
 #pragma GCC visibility pop
 

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "profile.h"
 
 #define PL_PROFSTATE_MT "perf.profstate"
 #define MAXFRAMES 256           /* Lua and C frames kept per sample */
@@ -65,6 +66,8 @@ static struct {
   lua_Hook saved_hook;
   int saved_mask, saved_count;
   profstate *owner;             /* the running profiler, NULL when idle */
+  pl_profile_weigh_fn weigh;    /* the weight of charged samples (NULL: 1 each) */
+  int charging;                 /* the hook is charging (its allocations are its own) */
   pl_ring *ring;                /* native mode: its ring */
   lua_State *base;              /* thread that started */
   int skip;                     /* root frames of `base` not charged */
@@ -113,6 +116,21 @@ static void on_overflow(void) {
   atomic_fetch_add(&P.pending, 1);
   arm(L);
 }
+
+/* ---- for the files that extend the profiler (profile.h) ---- */
+
+void pl_profile_overflow(void) { on_overflow(); }
+
+void pl_profile_add(unsigned long n) {
+  lua_State *L = atomic_load(&P.current);
+  if (!L || n == 0) return;
+  atomic_fetch_add(&P.pending, n);
+  arm(L);
+}
+
+void pl_profile_set_weigh(pl_profile_weigh_fn fn) { P.weigh = fn; }
+
+int pl_profile_charging(void) { return P.charging; }
 
 /* ---- the stack walk ---- */
 
@@ -251,7 +269,7 @@ static void charge(lua_State *L, int event, unsigned long n) {
     lua_pushvalue(L, -1);
     lua_Integer have = lua_rawget(L, stacks) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);
-    lua_pushinteger(L, have + (lua_Integer)k);
+    lua_pushinteger(L, have + (P.weigh ? P.weigh(k) : (lua_Integer)k));
     lua_rawset(L, stacks);
     if (P.owner) P.owner->samples += k;
     i += k;
@@ -261,7 +279,7 @@ static void charge(lua_State *L, int event, unsigned long n) {
 
 static void hook(lua_State *L, lua_Debug *ar) {
   unsigned long n = atomic_exchange(&P.pending, 0);
-  if (n && P.owner) charge(L, ar->event, n);
+  if (n && P.owner) { P.charging = 1; charge(L, ar->event, n); P.charging = 0; }
   disarm(L);
   /* an overflow that came while charging arms the hook again */
   if (atomic_load(&P.pending) && atomic_load(&P.current) == L) arm(L);
@@ -304,10 +322,12 @@ static void stop(lua_State *L, int idx, profstate *st) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &P);
 }
 
-/* core.profile_state(ev [, ring]) */
+/* core.profile_state(ev [, ring]); ev nil: the samples come from
+** pl_profile_add (profile.h) */
 static int state_new(lua_State *L) {
-  pl_check_event(L, 1);
+  if (!lua_isnil(L, 1)) pl_check_event(L, 1);
   if (!lua_isnoneornil(L, 2)) pl_check_ring(L, 2);
+  lua_settop(L, 2);                       /* the state goes at 3 */
   profstate *st = (profstate *)lua_newuserdatauv(L, sizeof *st, 4);
   memset(st, 0, sizeof *st);
   luaL_setmetatable(L, PL_PROFSTATE_MT);
@@ -340,9 +360,9 @@ static int state_start(lua_State *L) {
     if (level < 1 || level >= depth || skip < 0) return luaL_argerror(L, 2, "out of range");
   }
   int fd = event_fd(L, 1);
-  if (fd < 0) return luaL_error(L, "attempt to use a closed perf event");
-  lua_getiuservalue(L, 1, 1);
-  if (!pl_signal_set_callback(L, lua_gettop(L), on_overflow))
+  int has_event = lua_getiuservalue(L, 1, 1) != LUA_TNIL;
+  if (has_event && fd < 0) return luaL_error(L, "attempt to use a closed perf event");
+  if (has_event && !pl_signal_set_callback(L, lua_gettop(L), on_overflow))
     return luaL_error(L, "the profiler's event has no overflow signal (call ev:notify() first)");
   lua_pop(L, 1);
   pl_ring *ring = NULL;
@@ -361,7 +381,7 @@ static int state_start(lua_State *L) {
   atomic_store(&P.pending, 0);
   st->active = 1;
   atomic_store(&P.current, L);
-  if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+  if (has_event && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
     int err = errno;
     stop(L, 1, st);
     return pl_fail(L, err, "profiler: enable", NULL);

@@ -21,7 +21,7 @@ local nearest = require "perf.nearest"
 
 local M = {}
 
-local OPTION_KEYS = { event = true, freq = true, period = true, native = true }
+local OPTION_KEYS = { event = true, freq = true, period = true, native = true, mode = true }
 local DEFAULT_FREQ = 999
 local NATIVE_PAGES = 64                 -- ring pages for native call chains
 local NATIVE_DEPTH = 64                 -- user frames the kernel records
@@ -105,6 +105,14 @@ Profiler.__index = Profiler
 
 function M.profiler(perf, opts)
   opts = check_options(opts)
+  local modes = require "perf.profile_modes"
+  if modes.check(opts) ~= "cpu" then                -- alloc, off-cpu, wall
+    local p, msg, errno = modes.open(perf, opts)
+    if not p then return nil, msg, errno end
+    p = setmetatable(p, Profiler)
+    p.state = core.profile_state(p.event)
+    return p
+  end
   local spec = opts.event or "cpu-clock"
   local ok, attr, name, extra = pcall(perf.attr, spec)
   if not ok then error("perf.profile: " .. perf.strip_position(attr), 3) end
@@ -156,6 +164,7 @@ end
 function Profiler:start()
   check_open(self)
   self.state:start()
+  if self.extra then self.extra:start() end
   follow_coroutines(self)
   return true
 end
@@ -167,11 +176,13 @@ function Profiler:profile()
   local copy = {}
   for k, v in pairs(stacks) do copy[k] = v end
   return M.new(copy, { samples = samples, lost = lost, event = self.name,
-    freq = self.freq, period = self.period, native = self.native })
+    freq = self.freq, period = self.period, native = self.native,
+    mode = self.mode, unit = self.unit })
 end
 
 function Profiler:stop()
   check_open(self)
+  if self.extra then self.extra:stop() end
   self.state:stop()
   unfollow_coroutines(self)
   return self:profile()
@@ -180,9 +191,10 @@ end
 function Profiler:close()
   if not self.state then return true end
   self.state:close()
+  if self.extra then self.extra:close() end
   unfollow_coroutines(self)
   if self.ring then self.ring:close() end
-  self.event:close()
+  if self.event then self.event:close() end
   self.state = nil
   return true
 end
@@ -217,7 +229,13 @@ end
 -- `"cpu-clock"`), `freq` (Hz) or `period` (events per sample); the default
 -- is 999 Hz for cpu-clock, task-clock and hardware events, every hit for
 -- the others; `native = true` joins each sample's native call chain under
--- the Lua frame
+-- the Lua frame; `mode`: `"alloc"` charges the bytes the Lua state
+-- allocates (its allocator wrapped while profiling, a sample every `period`
+-- bytes, default 524288), `"off-cpu"` the nanoseconds off the CPU to the
+-- line that blocked (each context switch weighed until the thread runs
+-- again), `"wall"` cpu-clock samples weighed by the time they stand for
+-- plus the off-CPU time; the profile's `unit` says what its counts are
+-- (`"samples"`, `"bytes"`, `"nanoseconds"`)
 -- @param ... fn's arguments
 -- @treturn[1] perf.profile the profile
 -- @return[1] ... fn's results
@@ -230,6 +248,7 @@ end
 -- end, { event = "syscalls:sys_enter_openat" })
 -- print(prof.samples)   --> 30
 -- print(prof)
+-- print(perf.profile(function() os.execute "sleep 0.2" end, { mode = "wall" }))
 -- @function profile
 
 function M.profile(perf, fn, opts, ...)
@@ -244,6 +263,7 @@ function M.profile(perf, fn, opts, ...)
   if not p then return nil, msg, errno end
   -- frames from the root up to this one, and pcall's, are not charged
   p.state:start(1, 1)
+  if p.extra then p.extra:start() end
   follow_coroutines(p)
   local results = table.pack(pcall(fn, ...))
   local prof = p:stop()
@@ -322,7 +342,8 @@ end
 -- M.new(stacks, meta) -> profile: stacks maps the C side's keys to counts
 function M.new(raw, meta)
   local prof = setmetatable({ samples = meta.samples, lost = meta.lost, event = meta.event,
-    freq = meta.freq, period = meta.period, native = meta.native }, Profile)
+    freq = meta.freq, period = meta.period, native = meta.native,
+    mode = meta.mode, unit = meta.unit or "samples" }, Profile)
   local stacks = {}
   for key, count in pairs(raw) do
     local frames, natives = {}, nil
@@ -529,6 +550,7 @@ end
 
 -- "cpu-clock at 999 Hz" or "syscalls:sys_enter_openat, every 1"
 function Profile:sampling()
+  if self.mode and self.mode ~= "cpu" then return require("perf.profile_modes").sampling(self) end
   if self.freq then return ("%s at %d Hz"):format(self.event, self.freq) end
   return ("%s, period %d"):format(self.event, self.period or 0)
 end
@@ -545,13 +567,19 @@ function Profile:report(max)
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
   add("# perf.profile: %s", self:sampling())
   add("# %d samples, %d lost%s", self.samples, self.lost, self.native and ", native frames" or "")
+  -- percentages of the weight charged (samples, or the mode's unit)
+  local total = 0
+  for _, s in ipairs(self.stacks) do total = total + s.count end
+  if self.unit ~= "samples" then
+    add("# %s charged", require("perf.profile_modes").amount(total, self.unit))
+  end
   add("#")
   add("#    Self    Total  Function")
   local fns = self:functions()
   for i = 1, math.min(max, #fns) do
     local f = fns[i]
     local where = f.source == "[C]" and "[C]" or ("%s:%d"):format(f.source, f.line)
-    add("  %s  %s  %s  (%s)", percent(f.self, self.samples), percent(f.total, self.samples), f.name, where)
+    add("  %s  %s  %s  (%s)", percent(f.self, total), percent(f.total, total), f.name, where)
   end
   if #fns > max then add("  ... %d more functions", #fns - max) end
   add("#")
@@ -559,7 +587,7 @@ function Profile:report(max)
   local lines = self:lines()
   for i = 1, math.min(max, #lines) do
     local l = lines[i]
-    add("  %s  %s:%d  %s", percent(l.count, self.samples), l.source, l.line, l.name)
+    add("  %s  %s:%d  %s", percent(l.count, total), l.source, l.line, l.name)
   end
   if #lines > max then add("  ... %d more lines", #lines - max) end
   return table.concat(out, "\n") .. "\n"

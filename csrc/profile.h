@@ -1,0 +1,24 @@
+/*
+** profile.h: what profile.c offers the files that extend the profiler
+** (other sources of samples, weights other than 1 per sample).
+*/
+#ifndef PL_PROFILE_H
+#define PL_PROFILE_H
+
+#include "perf_core.h"
+
+/* One more sample is pending: arms the hook on the running thread.
+** Async-signal-safe; does nothing while no profiler runs. */
+void pl_profile_overflow(void);
+/* n more samples are pending (the same, for n at once). */
+void pl_profile_add(unsigned long n);
+
+/* The weight the hook charges for n samples taken at once, in the
+** profile's unit (nanoseconds, bytes). NULL: each sample weighs 1. */
+typedef lua_Integer (*pl_profile_weigh_fn)(unsigned long n);
+void pl_profile_set_weigh(pl_profile_weigh_fn fn);
+
+/* 1 while the hook charges (what it allocates is the profiler's own). */
+int pl_profile_charging(void);
+
+#endif
