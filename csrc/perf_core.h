@@ -135,6 +135,7 @@ void pl_open_userpage(lua_State *L);    /* ev:userpage/userread */
 void pl_open_profile(lua_State *L);     /* perf.profile's sampling hook */
 void pl_open_profile_alloc(lua_State *L); /* mode = "alloc": the allocator wrapped */
 void pl_open_profile_time(lua_State *L);  /* mode = "off-cpu" and "wall": time weights */
+void pl_open_profile_timer(lua_State *L); /* event = "timer": a CPU-time POSIX timer */
 
 #pragma GCC visibility pop
 

@@ -5,6 +5,7 @@
 **   core.profile_clock(kind) -> c   (kind: "off-cpu" or "wall")
 **   c:follow(ev)   ev's overflow signals take samples too (ev:notify() first)
 **   c:start()  c:stop()  c:close() (also __gc, __close)  c.ns
+**   core.profile_now() -> CLOCK_MONOTONIC in ns (the clock wall weights use)
 **
 ** While started, each charge of the profiler's hook weighs the time since
 ** the previous charge: for "wall", the wall-clock time (CLOCK_MONOTONIC);
@@ -150,6 +151,11 @@ static const luaL_Reg methods[] = {
   { NULL, NULL }
 };
 
+static int clock_now(lua_State *L) {
+  lua_pushinteger(L, now(CLOCK_MONOTONIC));
+  return 1;
+}
+
 void pl_open_profile_time(lua_State *L) {
   if (luaL_newmetatable(L, PL_PROFCLOCK_MT)) {
     luaL_newlib(L, methods);
@@ -166,4 +172,6 @@ void pl_open_profile_time(lua_State *L) {
   lua_pop(L, 1);
   lua_pushcfunction(L, clock_new);
   lua_setfield(L, -2, "profile_clock");
+  lua_pushcfunction(L, clock_now);
+  lua_setfield(L, -2, "profile_now");
 }

@@ -38,6 +38,7 @@ build = {
         "csrc/profile.c",
         "csrc/profile_alloc.c",
         "csrc/profile_time.c",
+        "csrc/profile_timer.c",
         "csrc/record_push.c",
         "csrc/ring.c",
         "csrc/ring_iter.c",

@@ -106,12 +106,14 @@ Profiler.__index = Profiler
 function M.profiler(perf, opts)
   opts = check_options(opts)
   local modes = require "perf.profile_modes"
-  if modes.check(opts) ~= "cpu" then                -- alloc, off-cpu, wall
-    local p, msg, errno = modes.open(perf, opts)
+  local function handle(p, msg, errno)             -- made by perf.profile_modes
     if not p then return nil, msg, errno end
     p = setmetatable(p, Profiler)
-    p.state = core.profile_state(p.event)
+    p.state = core.profile_state(p.event, nil)
     return p
+  end
+  if modes.check(opts) ~= "cpu" or opts.event == "timer" then   -- alloc, off-cpu, wall, timer
+    return handle(modes.open(perf, opts))
   end
   local spec = opts.event or "cpu-clock"
   local ok, attr, name, extra = pcall(perf.attr, spec)
@@ -143,6 +145,10 @@ function M.profiler(perf, opts)
   end
   attr.name = name
   local ev, msg, errno = perf.open(attr)
+  if not ev and modes.timer_replaces(attr, errno, opts) then
+    return handle(modes.timer(freq or math.max(1, 1000000000 // period),
+      ("%s refused (%s): a CPU-time timer samples instead"):format(name, msg:match("%((E%u+)%)") or errno)))
+  end
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   ok, msg, errno = ev:notify()
   if not ok then ev:close() return nil, msg, errno end
@@ -177,7 +183,7 @@ function Profiler:profile()
   for k, v in pairs(stacks) do copy[k] = v end
   return M.new(copy, { samples = samples, lost = lost, event = self.name,
     freq = self.freq, period = self.period, native = self.native,
-    mode = self.mode, unit = self.unit })
+    mode = self.mode, unit = self.unit, note = self.note })
 end
 
 function Profiler:stop()
@@ -226,7 +232,10 @@ end
 -- and `.pprof` for pprof) and `tostring(prof)`, a report like perf report's.
 -- @tparam function fn the function to profile
 -- @tparam[opt] table opts `event` (any event `perf.open` takes; default
--- `"cpu-clock"`), `freq` (Hz) or `period` (events per sample); the default
+-- `"cpu-clock"`; `"timer"`: no perf event, a POSIX timer on the thread's
+-- CPU time, which cpu-clock and task-clock also fall back to where
+-- perf_event_open is refused, saying so in `prof.note`), `freq` (Hz) or
+-- `period` (events per sample); the default
 -- is 999 Hz for cpu-clock, task-clock and hardware events, every hit for
 -- the others; `native = true` joins each sample's native call chain under
 -- the Lua frame; `mode`: `"alloc"` charges the bytes the Lua state
@@ -343,7 +352,7 @@ end
 function M.new(raw, meta)
   local prof = setmetatable({ samples = meta.samples, lost = meta.lost, event = meta.event,
     freq = meta.freq, period = meta.period, native = meta.native,
-    mode = meta.mode, unit = meta.unit or "samples" }, Profile)
+    mode = meta.mode, unit = meta.unit or "samples", note = meta.note }, Profile)
   local stacks = {}
   for key, count in pairs(raw) do
     local frames, natives = {}, nil
@@ -567,6 +576,7 @@ function Profile:report(max)
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
   add("# perf.profile: %s", self:sampling())
   add("# %d samples, %d lost%s", self.samples, self.lost, self.native and ", native frames" or "")
+  if self.note then add("# %s", self.note) end
   -- percentages of the weight charged (samples, or the mode's unit)
   local total = 0
   for _, s in ipairs(self.stacks) do total = total + s.count end

@@ -24,6 +24,12 @@ local WALL_FREQ = 999
 -- The mode opts names ("cpu" when none); raises on misuse.
 function M.check(opts)
   local mode = opts.mode
+  if opts.event == "timer" and (mode or "cpu") ~= "cpu" then
+    error(("perf.profile: mode '%s' chooses its own events: give no event"):format(mode), 4)
+  end
+  if opts.event == "timer" and opts.native then
+    error("perf.profile: the timer has no native call chains (they come with perf events)", 4)
+  end
   if mode == nil then return "cpu" end
   if not UNITS[mode] then
     error(("perf.profile: unknown mode '%s'%s"):format(tostring(mode), nearest.hint(tostring(mode), MODES)), 4)
@@ -69,6 +75,14 @@ local function cpu_clock(perf, freq, period)
   return ev
 end
 
+-- Whether a refused perf event can be replaced by the timer: cpu-clock or
+-- task-clock, refused by permission or by a seccomp profile.
+local REFUSED = { [1] = true, [13] = true, [38] = true }   -- EPERM, EACCES, ENOSYS
+function M.timer_replaces(attr, errno, opts)
+  return attr.type == 1 and (attr.config == 0 or attr.config == 1) and REFUSED[errno]
+    and not opts.native and true or false
+end
+
 -- Starts and stops the C objects, and the events they follow, with the profiler.
 local Extra = {}
 Extra.__index = Extra
@@ -91,9 +105,22 @@ function Extra:close()
   return true
 end
 
+-- The timer's profiler fields: freq samples per second of CPU time;
+-- `note` says why, when it stands in for a refused event.
+function M.timer(freq, note)
+  local t, msg, errno = core.profile_timer(freq)
+  if not t then return nil, msg, errno end
+  return { mode = "cpu", unit = "samples", native = false, name = "timer", freq = freq,
+    note = note, extra = setmetatable({ c = t, events = {} }, Extra) }
+end
+
 -- M.open(perf, opts) -> fields | nil, message, errno
 function M.open(perf, opts)
   local mode = M.check(opts)
+  if opts.event == "timer" then
+    if opts.period then error("perf.profile: the timer samples by freq (Hz of CPU time), not period", 3) end
+    return M.timer(opts.freq or WALL_FREQ)
+  end
   local fields = { mode = mode, unit = UNITS[mode], native = false }
   if mode == "alloc" then
     fields.name = "alloc"
