@@ -52,6 +52,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_profile_alloc(L); /* extend the profiler: after it */
   pl_open_profile_time(L);
   pl_open_profile_timer(L);
+  pl_open_profile_counters(L);
   lua_pushliteral(L, "0.1");
   lua_setfield(L, -2, "version");
   return 1;

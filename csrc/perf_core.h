@@ -136,6 +136,7 @@ void pl_open_profile(lua_State *L);     /* perf.profile's sampling hook */
 void pl_open_profile_alloc(lua_State *L); /* mode = "alloc": the allocator wrapped */
 void pl_open_profile_time(lua_State *L);  /* mode = "off-cpu" and "wall": time weights */
 void pl_open_profile_timer(lua_State *L); /* event = "timer": a CPU-time POSIX timer */
+void pl_open_profile_counters(lua_State *L); /* counters = {...}: deltas per sample */
 
 #pragma GCC visibility pop
 

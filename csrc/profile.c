@@ -67,6 +67,7 @@ static struct {
   int saved_mask, saved_count;
   profstate *owner;             /* the running profiler, NULL when idle */
   pl_profile_weigh_fn weigh;    /* the weight of charged samples (NULL: 1 each) */
+  pl_profile_charge_fn on_charge; /* called with each key charged, or NULL */
   int charging;                 /* the hook is charging (its allocations are its own) */
   pl_ring *ring;                /* native mode: its ring */
   lua_State *base;              /* thread that started */
@@ -129,6 +130,8 @@ void pl_profile_add(unsigned long n) {
 }
 
 void pl_profile_set_weigh(pl_profile_weigh_fn fn) { P.weigh = fn; }
+
+void pl_profile_set_on_charge(pl_profile_charge_fn fn) { P.on_charge = fn; }
 
 int pl_profile_charging(void) { return P.charging; }
 
@@ -266,6 +269,7 @@ static void charge(lua_State *L, int event, unsigned long n) {
     } else {
       lua_pushvalue(L, luakey);
     }
+    if (P.on_charge) P.on_charge(L, lua_gettop(L));
     lua_pushvalue(L, -1);
     lua_Integer have = lua_rawget(L, stacks) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);

@@ -18,6 +18,11 @@ void pl_profile_add(unsigned long n);
 typedef lua_Integer (*pl_profile_weigh_fn)(unsigned long n);
 void pl_profile_set_weigh(pl_profile_weigh_fn fn);
 
+/* Called by the hook with the stack index of each key it charges (a
+** string naming the stack), to charge more with it. NULL: nothing. */
+typedef void (*pl_profile_charge_fn)(lua_State *L, int key);
+void pl_profile_set_on_charge(pl_profile_charge_fn fn);
+
 /* 1 while the hook charges (what it allocates is the profiler's own). */
 int pl_profile_charging(void);
 

@@ -37,6 +37,7 @@ build = {
         "csrc/process.c",
         "csrc/profile.c",
         "csrc/profile_alloc.c",
+        "csrc/profile_counters.c",
         "csrc/profile_time.c",
         "csrc/profile_timer.c",
         "csrc/record_push.c",

@@ -21,7 +21,8 @@ local nearest = require "perf.nearest"
 
 local M = {}
 
-local OPTION_KEYS = { event = true, freq = true, period = true, native = true, mode = true }
+local OPTION_KEYS = { event = true, freq = true, period = true, native = true, mode = true,
+  counters = true }
 local DEFAULT_FREQ = 999
 local NATIVE_PAGES = 64                 -- ring pages for native call chains
 local NATIVE_DEPTH = 64                 -- user frames the kernel records
@@ -110,6 +111,9 @@ function M.profiler(perf, opts)
     if not p then return nil, msg, errno end
     p = setmetatable(p, Profiler)
     p.state = core.profile_state(p.event, nil)
+    local ok
+    ok, msg, errno = modes.attach(perf, p, opts)    -- counters
+    if not ok then p:close() return nil, msg, errno end
     return p
   end
   if modes.check(opts) ~= "cpu" or opts.event == "timer" then   -- alloc, off-cpu, wall, timer
@@ -160,6 +164,8 @@ function M.profiler(perf, opts)
   local p = setmetatable({ event = ev, ring = rb, name = name, freq = freq,
     period = period, native = opts.native and true or false }, Profiler)
   p.state = core.profile_state(ev, rb)      -- made last: finalized first
+  ok, msg, errno = modes.attach(perf, p, opts)  -- counters
+  if not ok then p:close() return nil, msg, errno end
   return p
 end
 
@@ -181,9 +187,11 @@ function Profiler:profile()
   local samples, lost, stacks = self.state:result()
   local copy = {}
   for k, v in pairs(stacks) do copy[k] = v end
-  return M.new(copy, { samples = samples, lost = lost, event = self.name,
+  local meta = { samples = samples, lost = lost, event = self.name,
     freq = self.freq, period = self.period, native = self.native,
-    mode = self.mode, unit = self.unit, note = self.note })
+    mode = self.mode, unit = self.unit, note = self.note }
+  if self.extra and self.extra.annotate then self.extra:annotate(meta) end
+  return M.new(copy, meta)
 end
 
 function Profiler:stop()
@@ -244,7 +252,11 @@ end
 -- line that blocked (each context switch weighed until the thread runs
 -- again), `"wall"` cpu-clock samples weighed by the time they stand for
 -- plus the off-CPU time; the profile's `unit` says what its counts are
--- (`"samples"`, `"bytes"`, `"nanoseconds"`)
+-- (`"samples"`, `"bytes"`, `"nanoseconds"`); `counters = { "page-faults",
+-- ... }`: events counted alongside, their deltas charged with each sample
+-- (`functions()` and `lines()` entries gain `counters`, `prof.counters`
+-- holds the totals, the report shows them per line, with IPC and misses per
+-- 1000 instructions where those are counted)
 -- @param ... fn's arguments
 -- @treturn[1] perf.profile the profile
 -- @return[1] ... fn's results
@@ -352,7 +364,8 @@ end
 function M.new(raw, meta)
   local prof = setmetatable({ samples = meta.samples, lost = meta.lost, event = meta.event,
     freq = meta.freq, period = meta.period, native = meta.native,
-    mode = meta.mode, unit = meta.unit or "samples", note = meta.note }, Profile)
+    mode = meta.mode, unit = meta.unit or "samples", note = meta.note,
+    counter_names = meta.counter_names, counters = meta.counters }, Profile)
   local stacks = {}
   for key, count in pairs(raw) do
     local frames, natives = {}, nil
@@ -367,7 +380,8 @@ function M.new(raw, meta)
     end
     -- the C function that entered Lua at the root (lua.c's pmain) says nothing
     while frames[1] and frames[1].kind == "c" do table.remove(frames, 1) end
-    stacks[#stacks + 1] = { frames = frames, natives = natives, count = count }
+    stacks[#stacks + 1] = { frames = frames, natives = natives, count = count,
+      counters = meta.counters_by_key and meta.counters_by_key[key] }
   end
   if prof.native then native_names(stacks) end
   -- one name per function: the name it was called by most often
@@ -426,6 +440,13 @@ local function leaf_lua(s)
   end
 end
 
+-- Adds a stack's counter deltas to an entry's `counters` (self).
+local function add_counters(e, counters)
+  local c = e.counters or {}
+  e.counters = c
+  for name, n in pairs(counters) do c[name] = (c[name] or 0) + n end
+end
+
 -- prof:functions() -> { {name, source, line, self, total}, ... }
 function Profile:functions()
   local by, list = {}, {}
@@ -442,7 +463,10 @@ function Profile:functions()
           list[#list + 1] = e
         end
         if not seen[k] then seen[k] = true; e.total = e.total + s.count end
-        if f == leaf then e.self = e.self + s.count end
+        if f == leaf then
+          e.self = e.self + s.count
+          if s.counters then add_counters(e, s.counters) end
+        end
       end
     end
   end
@@ -469,6 +493,7 @@ function Profile:lines()
         list[#list + 1] = e
       end
       e.count = e.count + s.count
+      if s.counters then add_counters(e, s.counters) end
     end
   end
   table.sort(list, function(a, b)
@@ -600,6 +625,7 @@ function Profile:report(max)
     add("  %s  %s:%d  %s", percent(l.count, total), l.source, l.line, l.name)
   end
   if #lines > max then add("  ... %d more lines", #lines - max) end
+  if self.counter_names then out[#out + 1] = require("perf.profile_modes").counter_report(self, lines, max) end
   return table.concat(out, "\n") .. "\n"
 end
 

@@ -159,6 +159,148 @@ function M.sampling(prof)
   end
 end
 
+-- ---- counters = { ... }: deltas charged with each sample ----
+
+-- Several C objects started and stopped together, in order (stopped in
+-- reverse).
+local Extras = {}
+Extras.__index = Extras
+
+function Extras:start()
+  for _, x in ipairs(self) do x:start() end
+  return true
+end
+
+function Extras:stop()
+  for i = #self, 1, -1 do self[i]:stop() end
+  return true
+end
+
+function Extras:close()
+  for i = #self, 1, -1 do self[i]:close() end
+  return true
+end
+
+function Extras:annotate(meta)
+  for _, x in ipairs(self) do if x.annotate then x:annotate(meta) end end
+end
+
+local Counters = {}
+Counters.__index = Counters
+
+function Counters:start() return self.c:start() end
+function Counters:stop() return self.c:stop() end
+
+function Counters:close()
+  self.c:close()
+  for i = #self.events, 1, -1 do self.events[i]:close() end
+  return true
+end
+
+-- Adds what the profile needs: names, totals, deltas by stack key.
+function Counters:annotate(meta)
+  local by_key, totals = self.c:result()
+  local copy = {}
+  for k, v in pairs(by_key) do
+    local named = {}
+    for i, name in ipairs(self.names) do named[name] = v[i] end
+    copy[k] = named
+  end
+  local named = {}
+  for i, name in ipairs(self.names) do named[name] = totals[i] end
+  meta.counter_names, meta.counters, meta.counters_by_key = self.names, named, copy
+end
+
+-- The counters in a group of their own (first one leading), or nil,
+-- message, errno.
+local function open_counters(perf, list)
+  if type(list) ~= "table" or #list == 0 then
+    error(("perf.profile: counters must be a list of events, got %s"):format(type(list)), 5)
+  end
+  local events, names = {}, {}
+  for i, spec in ipairs(list) do
+    local ok, attr, name = pcall(perf.attr, spec)
+    if not ok then
+      for j = #events, 1, -1 do events[j]:close() end
+      error("perf.profile: counters: " .. perf.strip_position(attr), 5)
+    end
+    local ev, msg, errno
+    if attr then
+      attr.name = name
+      ev, msg, errno = perf.open(attr, events[1] and { group = events[1] } or nil)
+    else
+      msg, errno = name, select(4, pcall(perf.attr, spec))
+    end
+    if not ev then
+      for j = #events, 1, -1 do events[j]:close() end
+      return nil, ("perf.profile: counters: %s"):format((tostring(msg):gsub("^perf%.open ", ""))), errno
+    end
+    events[i], names[i] = ev, name or ev:name()
+  end
+  return setmetatable({ c = core.profile_counters(events), events = events, names = names }, Counters)
+end
+
+-- Adds opts.counters to the profiler handle p (its extra objects);
+-- true, or nil, message, errno.
+function M.attach(perf, p, opts)
+  if opts.counters == nil then return true end
+  local counters, msg, errno = open_counters(perf, opts.counters)
+  if not counters then return nil, msg, errno end
+  local extras = setmetatable({}, Extras)
+  if p.extra then extras[1] = p.extra end
+  extras[#extras + 1] = counters
+  p.extra = extras
+  return true
+end
+
+-- The counters section of tostring(prof): totals, then per line (the
+-- report's top lines), with IPC where cycles and instructions are both
+-- counted and misses per 1000 instructions for the cache events.
+function M.counter_report(prof, lines, max)
+  local names = prof.counter_names
+  local have = {}
+  for _, name in ipairs(names) do have[name] = true end
+  local ipc = have.cycles and have.instructions
+  local per_k = {}
+  if have.instructions then
+    for _, name in ipairs(names) do
+      if name:find("miss", 1, true) then per_k[#per_k + 1] = name end
+    end
+  end
+  local function derived(c)
+    local cols = {}
+    if ipc then
+      cols[#cols + 1] = (c.cycles or 0) > 0 and ("%8.2f"):format((c.instructions or 0) / c.cycles) or "       -"
+    end
+    for _, name in ipairs(per_k) do
+      cols[#cols + 1] = (c.instructions or 0) > 0
+        and ("%12.2f"):format(1000 * (c[name] or 0) / c.instructions) or "           -"
+    end
+    return table.concat(cols, "  ")
+  end
+  local out = { "#" }
+  local head, total, width = {}, {}, {}
+  for i, name in ipairs(names) do
+    width[i] = math.max(12, #name)
+    head[i] = ("%" .. width[i] .. "s"):format(name)
+    total[i] = ("%" .. width[i] .. "d"):format(prof.counters[name] or 0)
+  end
+  if ipc then head[#head + 1] = "     IPC" end
+  for _, name in ipairs(per_k) do head[#head + 1] = ("%12s"):format(name:sub(1, 7) .. "/1k ins") end
+  out[#out + 1] = "# " .. table.concat(head, "  ") .. "  Line"
+  local d = derived(prof.counters)
+  out[#out + 1] = "  " .. table.concat(total, "  ") .. (d ~= "" and "  " .. d or "") .. "  (all)"
+  for i = 1, math.min(max, #lines) do
+    local l, cols = lines[i], {}
+    local c = l.counters or {}
+    for j, name in ipairs(names) do cols[j] = ("%" .. width[j] .. "d"):format(c[name] or 0) end
+    d = derived(c)
+    out[#out + 1] = ("  %s%s  %s:%d  %s"):format(table.concat(cols, "  "), d ~= "" and "  " .. d or "",
+      l.source, l.line, l.name)
+  end
+  return table.concat(out, "\n")
+end
+
 -- A weight in the profile's unit for reports: "1.234 s", "12.5 MB".
 function M.amount(n, unit)
   if unit == "nanoseconds" then

@@ -1,0 +1,194 @@
+/*
+** profile_counters.c: perf.profile { counters = { ... } }: counter deltas
+** charged with each sample.
+**
+**   core.profile_counters({ ev, ... }) -> c   (open events, one group)
+**   c:start()  c:stop()  c:close() (also __gc, __close)
+**   c:result() -> { [stack key] = { d1, d2, ... } }, { total1, total2, ... }
+**
+** Each time the profiler's hook charges a stack (pl_profile_set_on_charge,
+** profile.h), the counters are read and what they counted since the last
+** charge is added to that stack's entry: the deltas that PERF_SAMPLE_READ
+** would carry, read when the sample is charged. The group is enabled at the
+** first start and stays enabled until close: each start only takes the
+** values as the new base. (Enabling a group again that mixes software
+** PMUs, cpu-clock or task-clock with page-faults, leaves the members
+** stopped on this kernel: see KERNEL-NOTES.)
+*/
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "profile.h"
+
+#define PL_PROFCOUNTERS_MT "perf.profcounters"
+#define MAXCOUNTERS 16
+
+typedef struct profcounters {
+  int open;
+  int active;
+  int enabled;                   /* the group was enabled */
+  int n;
+  pl_event *ev[MAXCOUNTERS];     /* kept alive by uv1 */
+  uint64_t last[MAXCOUNTERS];
+  lua_Integer total[MAXCOUNTERS];
+} profcounters;
+
+static profcounters *owner;      /* the running one */
+static const char key_registry = 0;  /* registry key: owner's table by stack */
+
+static void read_all(profcounters *c, uint64_t *v) {
+  for (int i = 0; i < c->n; i++) {
+    uint64_t value = 0, en, run, lost;
+    if (c->ev[i]->fd < 0 || pl_event_read(c->ev[i], &value, &en, &run, &lost) != 0)
+      value = c->last[i];        /* unreadable: counts nothing */
+    v[i] = value;
+  }
+}
+
+static void on_charge(lua_State *L, int key) {
+  profcounters *c = owner;
+  if (!c || !lua_checkstack(L, 4)) return;
+  uint64_t v[MAXCOUNTERS];
+  read_all(c, v);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key_registry) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pushvalue(L, key);
+  if (lua_rawget(L, -2) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, c->n, 0);
+    for (int i = 1; i <= c->n; i++) {
+      lua_pushinteger(L, 0);
+      lua_rawseti(L, -2, i);
+    }
+    lua_pushvalue(L, key);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, -4);
+  }
+  for (int i = 0; i < c->n; i++) {
+    lua_Integer d = (lua_Integer)(v[i] - c->last[i]);   /* modulo 2^64 */
+    c->last[i] = v[i];
+    c->total[i] += d;
+    lua_rawgeti(L, -1, i + 1);
+    lua_Integer have = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_pushinteger(L, have + d);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_pop(L, 2);
+}
+
+static profcounters *check_counters(lua_State *L) {
+  return (profcounters *)luaL_checkudata(L, 1, PL_PROFCOUNTERS_MT);
+}
+
+static void stop(lua_State *L, profcounters *c) {
+  if (!c->active) return;
+  pl_profile_set_on_charge(NULL);
+  owner = NULL;
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &key_registry);
+  c->active = 0;
+}
+
+/* core.profile_counters({ ev, ... }) */
+static int counters_new(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int n = (int)luaL_len(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= MAXCOUNTERS, 1, "1 to 16 counters");
+  profcounters *c = (profcounters *)lua_newuserdatauv(L, sizeof *c, 2);
+  memset(c, 0, sizeof *c);
+  luaL_setmetatable(L, PL_PROFCOUNTERS_MT);
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    c->ev[i - 1] = pl_check_event(L, -1);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setiuservalue(L, -2, 1);          /* uv1: the events */
+  lua_newtable(L);
+  lua_setiuservalue(L, -2, 2);          /* uv2: deltas by stack */
+  c->n = n;
+  c->open = 1;
+  return 1;
+}
+
+static int counters_start(lua_State *L) {
+  profcounters *c = check_counters(L);
+  if (!c->open) return luaL_error(L, "attempt to use a closed profiler counter set");
+  if (c->active) return luaL_error(L, "the profiler counters are already running");
+  if (owner) return luaL_error(L, "other profiler counters are running");
+  if (!c->enabled) {
+    for (int i = 0; i < c->n; i++) {
+      if (c->ev[i]->fd < 0) return luaL_error(L, "attempt to use a closed perf event");
+      if (ioctl(c->ev[i]->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+        return pl_fail(L, errno, "profiler counters: enable", NULL);
+    }
+    c->enabled = 1;
+  }
+  read_all(c, c->last);
+  lua_getiuservalue(L, 1, 2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &key_registry);
+  owner = c;
+  pl_profile_set_on_charge(on_charge);
+  c->active = 1;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int counters_stop(lua_State *L) {
+  stop(L, check_counters(L));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int counters_result(lua_State *L) {
+  profcounters *c = check_counters(L);
+  lua_getiuservalue(L, 1, 2);
+  lua_createtable(L, c->n, 0);
+  for (int i = 0; i < c->n; i++) {
+    lua_pushinteger(L, c->total[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 2;
+}
+
+static int counters_close(lua_State *L) {
+  profcounters *c = check_counters(L);
+  stop(L, c);
+  c->open = 0;
+  return 0;
+}
+
+static int counters_tostring(lua_State *L) {
+  profcounters *c = check_counters(L);
+  lua_pushfstring(L, "perf.profcounters (%d counters, %s)", c->n,
+                  c->active ? "running" : c->open ? "stopped" : "closed");
+  return 1;
+}
+
+static const luaL_Reg methods[] = {
+  { "start", counters_start },
+  { "stop", counters_stop },
+  { "result", counters_result },
+  { "close", counters_close },
+  { NULL, NULL }
+};
+
+void pl_open_profile_counters(lua_State *L) {
+  if (luaL_newmetatable(L, PL_PROFCOUNTERS_MT)) {
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, counters_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, counters_close);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, counters_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_pop(L, 1);
+  lua_pushcfunction(L, counters_new);
+  lua_setfield(L, -2, "profile_counters");
+}

@@ -1,0 +1,84 @@
+-- perf.profile { counters = {...} }: counter deltas charged with each
+-- sample, per function and line; exact with tracepoints.
+
+local perf = require "perf"
+local H = require "helpers"
+
+local FX = "spec/fixtures/profiled.lua"
+local FX2 = "spec/fixtures/profiled2.lua"
+local fx, fx2 = dofile(FX), dofile(FX2)
+local OPENAT = "syscalls:sys_enter_openat"
+local CLOSE = "syscalls:sys_enter_close"
+local with_tracefs = perf.capabilities().tracefs and it or pending
+
+local function find(list, pred)
+  for _, e in ipairs(list) do
+    local ok = true
+    for k, v in pairs(pred) do if e[k] ~= v then ok = false end end
+    if ok then return e end
+  end
+end
+
+describe("profile counters", function()
+  with_tracefs("charges each sample's deltas to its line, exactly with tracepoints", function()
+    -- sampled at every openat, counting openat and close: each openat
+    -- sample carries 1 openat, and the close of the file before it
+    local prof = assert(perf.profile(function() fx.both() end,
+      { event = OPENAT, counters = { OPENAT, CLOSE } }))
+    assert.equal(40, prof.samples)
+    assert.same({ OPENAT, CLOSE }, prof.counter_names)
+    assert.equal(40, prof.counters[OPENAT])
+    assert.equal(39, prof.counters[CLOSE])        -- the last close comes after the last sample
+    local lines = prof:lines()
+    assert.same({ [OPENAT] = 30, [CLOSE] = 29 }, lines[1].counters)   -- thirty's io.open
+    assert.same({ [OPENAT] = 10, [CLOSE] = 10 }, lines[2].counters)   -- ten's: 1 close of thirty's
+    local thirty = find(prof:functions(), { name = "thirty" })
+    assert.same({ [OPENAT] = 30, [CLOSE] = 29 }, thirty.counters)
+    local both = find(prof:functions(), { name = "both" })
+    assert.is_nil(both.counters)                  -- self only: both has no self samples
+
+    local text = tostring(prof)
+    H.assert_has("\n# syscalls:sys_enter_openat  syscalls:sys_enter_close  Line\n", text)
+    assert.matches("\n%s+40%s+39  %(all%)\n", text)
+    assert.matches("\n%s+30%s+29  " .. FX:gsub("%p", "%%%0") .. ":7  thirty\n", text)
+  end)
+
+  it("counts page faults per line with a cpu-clock sampler, over restarts", function()
+    local p <close> = assert(perf.profiler { counters = { "page-faults" } })
+    for _ = 1, 2 do
+      p:start()
+      fx2.fault_then_spin(1000, 0.03)            -- 2000 fresh pages, then samples
+      p:stop()
+    end
+    local prof = p:stop()
+    local f = assert(find(prof:functions(), { name = "fault_then_spin" }))
+    -- every fault comes before a sample in the same function; the second
+    -- start counts as the first (the counters are not enabled twice)
+    assert.is_true(f.counters["page-faults"] >= 4000, tostring(prof))
+    assert.is_true(prof.counters["page-faults"] < 6000, tostring(prof))
+  end)
+
+  it("charges the context switch of a sleep to its line in an off-CPU profile", function()
+    local prof = assert(perf.profile(fx2.nap, { mode = "off-cpu", counters = { "context-switches" } }, 0.05))
+    local nap = assert(find(prof:lines(), { source = FX2, line = 34 }))
+    assert.is_true(nap.counters["context-switches"] >= 1, tostring(prof))
+    assert.is_true(prof.counters["context-switches"] <= prof.samples, tostring(prof))
+  end)
+
+  it("writes one pprof sample type per counter", function()
+    local prof = assert(perf.profile(fx2.fault_then_spin, { counters = { "page-faults", "minor-faults" } }, 100, 0.01))
+    local bytes = require("perf.pprof").encode(prof)
+    H.assert_has("page-faults", bytes)
+    H.assert_has("minor-faults", bytes)
+    H.assert_has("count", bytes)
+  end)
+
+  it("refuses misuse, and returns what the kernel refuses", function()
+    H.assert_has("counters must be a list", select(2, pcall(perf.profile, fx2.nap, { counters = "page-faults" })))
+    H.assert_has("unknown", select(2, pcall(perf.profile, fx2.nap, { counters = { "page-fualts" } })))
+    local p, msg, errno = perf.profiler { counters = { "page-faults", "cycles" } }
+    assert.is_nil(p)
+    H.assert_has("perf.profile: counters: ", msg)
+    assert.equal(2, errno)                         -- ENOENT: no hardware PMU here
+  end)
+end)
