@@ -96,6 +96,7 @@ local function decode(bytes)
   local pt = message(one(p, 11))
   out.period_type = str(one(pt, 1)) .. "/" .. str(one(pt, 2))
   out.period = one(p, 12)
+  out.default_type = str(one(p, 14))
   out.comments = {}
   for _, c in ipairs(packed(one(p, 13))) do out.comments[#out.comments + 1] = str(c) end
   return out
@@ -142,6 +143,7 @@ describe("pprof output", function()
 
     assert.same({ OPENAT .. "/count" }, d.types)
     assert.equal(OPENAT .. "/count", d.period_type)
+    assert.equal(OPENAT, d.default_type)
     assert.equal(1, d.period)
     assert.matches(OPENAT, d.comments[1], 1, true)
     local total = 0

@@ -183,6 +183,7 @@ function M.encode(prof)
   bytes_field(out, 11, table.concat(period_type))                 -- period_type
   int_field(out, 12, main.scale)                                  -- period
   packed_field(out, 13, { comment })                              -- comment
+  int_field(out, 14, str(main.type))                              -- default_sample_type
   return table.concat(out)
 end
 
