@@ -9,15 +9,13 @@
 ** Each time the profiler's hook charges a stack (pl_profile_set_on_charge,
 ** profile.h), the counters are read and what they counted since the last
 ** charge is added to that stack's entry: the deltas that PERF_SAMPLE_READ
-** would carry, read when the sample is charged. The group is enabled at the
-** first start and stays enabled until close: each start only takes the
-** values as the new base. (Enabling a group again that mixes software
+** would carry, read when the sample is charged. The group is enabled once,
+** when it is opened (perf.profile_modes), and counts until it is closed:
+** each start only takes the values as the new base. (Enabling a group again that mixes software
 ** PMUs, cpu-clock or task-clock with page-faults, leaves the members
 ** stopped on this kernel: see KERNEL-NOTES.)
 */
-#include <errno.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include "profile.h"
 
@@ -27,7 +25,6 @@
 typedef struct profcounters {
   int open;
   int active;
-  int enabled;                   /* the group was enabled */
   int n;
   pl_event *ev[MAXCOUNTERS];     /* kept alive by uv1 */
   uint64_t last[MAXCOUNTERS];
@@ -120,14 +117,8 @@ static int counters_start(lua_State *L) {
   if (!c->open) return luaL_error(L, "attempt to use a closed profiler counter set");
   if (c->active) return luaL_error(L, "the profiler counters are already running");
   if (owner) return luaL_error(L, "other profiler counters are running");
-  if (!c->enabled) {
-    for (int i = 0; i < c->n; i++) {
-      if (c->ev[i]->fd < 0) return luaL_error(L, "attempt to use a closed perf event");
-      if (ioctl(c->ev[i]->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
-        return pl_fail(L, errno, "profiler counters: enable", NULL);
-    }
-    c->enabled = 1;
-  }
+  for (int i = 0; i < c->n; i++)
+    if (c->ev[i]->fd < 0) return luaL_error(L, "attempt to use a closed perf event");
   read_all(c, c->last);
   lua_getiuservalue(L, 1, 2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &key_registry);

@@ -237,6 +237,14 @@ local function open_counters(perf, list)
     end
     events[i], names[i] = ev, name or ev:name()
   end
+  -- enabled once, for good: see csrc/profile_counters.c
+  for _, ev in ipairs(events) do
+    local ok, msg, errno = ev:enable()
+    if not ok then
+      for j = #events, 1, -1 do events[j]:close() end
+      return nil, "perf.profile: counters: " .. msg, errno
+    end
+  end
   return setmetatable({ c = core.profile_counters(events), events = events, names = names }, Counters)
 end
 
