@@ -45,17 +45,30 @@ describe("profile counters", function()
 
   it("counts page faults per line with a cpu-clock sampler, over restarts", function()
     local p <close> = assert(perf.profiler { counters = { "page-faults" } })
+    -- 40 MiB is past malloc's largest mmap threshold (32 MiB): each run
+    -- maps fresh pages for string.rep's buffer and for the string, 2 x 10240
     for _ = 1, 2 do
       p:start()
-      fx2.fault_then_spin(1000, 0.03)            -- 2000 fresh pages, then samples
+      fx2.fault_then_spin(10240, 0.03)           -- then samples in the same function
       p:stop()
     end
     local prof = p:stop()
     local f = assert(find(prof:functions(), { name = "fault_then_spin" }))
     -- every fault comes before a sample in the same function; the second
     -- start counts as the first (the counters are not enabled twice)
-    assert.is_true(f.counters["page-faults"] >= 4000, tostring(prof))
-    assert.is_true(prof.counters["page-faults"] < 6000, tostring(prof))
+    assert.is_true(f.counters["page-faults"] >= 4 * 10240, tostring(prof))
+    assert.is_true(prof.counters["page-faults"] < 6 * 10240, tostring(prof))
+  end)
+
+  with_tracefs("counts exactly over restarts with a cpu-clock sampler", function()
+    local p <close> = assert(perf.profiler { counters = { OPENAT } })
+    for _ = 1, 3 do
+      p:start()
+      fx2.open_then_spin(25, 0.02)
+      p:stop()
+    end
+    local f = assert(find(p:stop():functions(), { name = "open_then_spin" }))
+    assert.equal(75, f.counters[OPENAT])
   end)
 
   it("charges the context switch of a sleep to its line in an off-CPU profile", function()
