@@ -54,6 +54,28 @@ describe("prof:diff", function()
     os.remove(path)
   end)
 
+  with_tracefs("draws a differential flame graph: red grew, blue shrank", function()
+    local d = run(20, 25):diff(run(30, 10))
+    local path = os.tmpname() .. ".svg"
+    assert.is_true(d:write(path))
+    local f = assert(io.open(path))
+    local svg = f:read("a")
+    f:close()
+    os.remove(path)
+    local frames = {}
+    for name, info, fill in svg:gmatch('<g class="frame" id="f%d+" data%-name="([^"]*)" data%-info="([^"]*)".-fill="([^"]*)"') do
+      frames[name:match("^(%S+)")] = { info = info, fill = fill }
+    end
+    local b, a = assert(frames.open_b), assert(frames.open_a)
+    assert.matches("^open_b %(" .. FX:gsub("%p", "%%%0") .. ":13%) %(25 samples, 55%.56%%; base 10, %+30%.56 points%)$", b.info)
+    assert.matches("base 30, %-30%.56 points%)$", a.info)
+    local r, g = b.fill:match("^rgb%((%d+),(%d+),%d+%)$")
+    assert.same({ 255, true }, { tonumber(r), tonumber(g) < 100 })        -- red
+    local g2, bl = a.fill:match("^rgb%(%d+,(%d+),(%d+)%)$")
+    assert.same({ 255, true }, { tonumber(bl), tonumber(g2) < 100 })      -- blue
+    assert.matches("Differential flame graph: " .. OPENAT, svg, 1, true)
+  end)
+
   it("refuses what is not a profile, and unknown formats", function()
     local prof = assert(perf.profile(function() end))
     H.assert_has("base must be a profile, got number", select(2, pcall(prof.diff, prof, 3)))

@@ -127,7 +127,11 @@ local SCRIPT = [[
 })();
 ]]
 
--- fg.svg(folded [, opts]) -> the SVG text. opts.title, opts.subtitle.
+-- fg.svg(folded [, opts]) -> the SVG text. opts.title, opts.subtitle;
+-- opts.unit names the counts ("samples"); opts.colour(path, node, depth)
+-- and opts.info(path, node, share) may give a frame's fill and its hover
+-- text (nil: the default), path being the folded stack down to the frame
+-- ("a;b;c", "" for the root): a differential flame graph colours by them.
 function M.svg(folded, opts)
   opts = opts or {}
   local root = M.tree(folded)
@@ -136,17 +140,17 @@ function M.svg(folded, opts)
   local rows = {}
   local id = 0
   local scale = (WIDTH - 2 * PAD) / total
-  local function walk(node, x, d)
+  local function walk(node, x, d, path)
     if d > depth then depth = d end
-    rows[#rows + 1] = { node = node, x = x, d = d, id = id }
+    rows[#rows + 1] = { node = node, x = x, d = d, id = id, path = path }
     id = id + 1
     local cx = x
     for _, c in ipairs(node.children) do
-      walk(c, cx, d + 1)
+      walk(c, cx, d + 1, d == 0 and c.name or path .. ";" .. c.name)
       cx = cx + c.value
     end
   end
-  walk(root, 0, 0)
+  walk(root, 0, 0, "")
   local height = TOP + (depth + 1) * ROW + BOTTOM
   local out = {}
   local function add(s) out[#out + 1] = s end
@@ -175,12 +179,14 @@ function M.svg(folded, opts)
     local x, w = PAD + r.x * scale, n.value * scale
     local y = height - BOTTOM - (r.d + 1) * ROW
     local share = 100 * n.value / total
-    local info = ("%s (%d samples, %.2f%%)"):format(n.name, n.value, share)
+    local info = opts.info and opts.info(r.path, n, share)
+      or ("%s (%d %s, %.2f%%)"):format(n.name, n.value, opts.unit or "samples", share)
     add(('<g class="frame" id="f%d" data-name="%s" data-info="%s" data-x="%d" data-w="%d" data-depth="%d">'
       .. '<title>%s</title><rect x="%.2f" y="%d" width="%.2f" height="%d" rx="2" fill="%s"/>'
       .. '<text x="%.2f" y="%d">%s</text></g>\n')
       :format(r.id, xml(n.name), xml(info), r.x, n.value, r.d, xml(info), x, y, w, ROW - 1,
-        colour(n.name, r.d), x + 3, y + 12, xml(fit(n.name, w))))
+        opts.colour and opts.colour(r.path, n, r.d) or colour(n.name, r.d), x + 3, y + 12,
+        xml(fit(n.name, w))))
   end
   add('<script type="text/ecmascript"><![CDATA[\n')
   add(SCRIPT:format(WIDTH, PAD, CHAR))

@@ -526,6 +526,7 @@ function Profile:svg()
   return require("perf.flamegraph").svg(self:folded(), {
     title = "Flame graph: " .. self:sampling(),
     subtitle = ("%d samples, %d lost; click a frame to zoom"):format(self.samples, self.lost),
+    unit = self.unit ~= "samples" and self.unit or nil,
   })
 end
 

@@ -122,6 +122,38 @@ end
 
 function Diff:__tostring() return self:report() end
 
+-- d:svg() -> a differential flame graph: the frames of the profile, as wide
+-- as their counts there, red where their share grew since the base, blue
+-- where it shrank (full colour at 20 points of share), white where it held.
+function Diff:svg()
+  local fg = require "perf.flamegraph"
+  local base = {}
+  local function index(node, path)
+    base[path] = node.value
+    for _, c in ipairs(node.children) do index(c, path == "" and c.name or path .. ";" .. c.name) end
+  end
+  index(fg.tree(self.base:folded()), "")
+  local base_total, total = math.max(self.base_total, 1), math.max(self.total, 1)
+  local function change(path, node) return node.value / total - (base[path] or 0) / base_total end
+  local function colour(path, node, depth)
+    if depth == 0 then return nil end
+    local c = change(path, node)
+    local fade = math.floor(235 - 200 * math.min(1, math.abs(c) * 5) + 0.5)
+    if c > 0 then return ("rgb(255,%d,%d)"):format(fade, fade) end
+    if c < 0 then return ("rgb(%d,%d,255)"):format(fade, fade) end
+    return "rgb(235,235,235)"
+  end
+  local function info(path, node, share)
+    return ("%s (%d %s, %.2f%%; base %d, %+.2f points)"):format(node.name, node.value, self.unit,
+      share, base[path] or 0, 100 * change(path, node))
+  end
+  return fg.svg(self.profile:folded(), {
+    title = "Differential flame graph: " .. (self.event or "?"),
+    subtitle = ("base %d, now %d %s; red grew, blue shrank; click a frame to zoom")
+      :format(self.base_total, self.total, self.unit),
+    unit = self.unit, colour = colour, info = info })
+end
+
 local FORMATS = { "folded", "svg" }
 local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg" }
 
@@ -143,11 +175,7 @@ function Diff:write(path, format)
   if format == "folded" then
     text = self:folded()
   else
-    local ok, fg = pcall(require, "perf.flamegraph")
-    if not ok or not fg.diff_svg then
-      error("diff:write: differential SVG flame graphs are not available in this build: write \"folded\" and use FlameGraph's flamegraph.pl", 2)
-    end
-    text = fg.diff_svg(self)
+    text = self:svg()
   end
   local f, msg, errno = io.open(path, "wb")
   if not f then return nil, "diff:write: " .. msg, errno end
