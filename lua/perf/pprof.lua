@@ -107,7 +107,10 @@ function M.encode(prof)
       id = #functions + 1
       local file = f.source or ""
       local start = (f.linedefined or 0) > 0 and f.linedefined or 0
-      functions[id] = { id = id, name = str(f.name or "?"), system_name = str(f.name or "?"),
+      -- an unnamed function is "<source:line>": readers take <...> for
+      -- template arguments and drop it, so it goes without the brackets
+      local name = (f.name or "?"):gsub("^<(.*)>$", "%1")
+      functions[id] = { id = id, name = str(name), system_name = str(name),
         filename = str(file), start_line = start }
       function_ids[key] = id
     end
