@@ -118,7 +118,7 @@ end
 function M.open(perf, opts)
   local mode = M.check(opts)
   if opts.event == "timer" then
-    if opts.period then error("perf.profile: the timer samples by freq (Hz of CPU time), not period", 3) end
+    if opts.period then error("perf.profile: the timer samples by freq (Hz of CPU time), not period", 4) end
     return M.timer(opts.freq or WALL_FREQ)
   end
   local fields = { mode = mode, unit = UNITS[mode], native = false }
