@@ -57,7 +57,8 @@ describe("profile counters", function()
     -- every fault comes before a sample in the same function; the second
     -- start counts as the first (the counters are not enabled twice)
     assert.is_true(f.counters["page-faults"] >= 4 * 10240, tostring(prof))
-    assert.is_true(prof.counters["page-faults"] < 6 * 10240, tostring(prof))
+    -- (a sanitizer's allocator and shadow memory fault about twice as often)
+    assert.is_true(prof.counters["page-faults"] < 12 * 10240, tostring(prof))
   end)
 
   with_tracefs("counts exactly over restarts with a cpu-clock sampler", function()
