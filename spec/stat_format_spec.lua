@@ -126,6 +126,30 @@ describe("perf.stat_format", function()
     assert.are.equal("20;;x;28.87%;2000000;100.00;;\n7;;same;0.00%;2000000;100.00;;\n", csv)
   end)
 
+  it("summarises rows per place by key, and per thread by position", function()
+    local function run(kind, keys, values)
+      local r = result(4000000, { { name = "x", raw = 10 } })
+      r.per = { kind = kind }
+      for k, key in ipairs(keys) do
+        local row = result(4000000, { { name = "x", raw = values[k] } })
+        row.key, row.comm, row.tid, row.nr = key, "ls", 100 * k, 1
+        r.per[k] = row
+      end
+      return r
+    end
+    local s = F.summary { run("thread", { "ls-100", "ls-200" }, { 2, 8 }),
+      run("thread", { "ls-300", "ls-400" }, { 4, 6 }) }
+    assert.are.equal(2, #s.per)
+    assert.are.equal("ls-300", s.per[1].key)
+    assert.are.equal(3, s.per[1].events[1].value)
+    assert.are.equal(7, s.per[2].events[1].value)
+    s = F.summary { run("core", { "S0-D0-C0", "S0-D0-C1" }, { 2, 8 }),
+      run("core", { "S0-D0-C1" }, { 6 }) }
+    assert.are.equal(2, #s.per)
+    assert.are.equal(2, s.per[1].events[1].value)
+    assert.are.equal(7, s.per[2].events[1].value)
+  end)
+
   it("prints <not supported> rows as perf stat does", function()
     local argv = { "true" }
     local events = { "software/config=999/", "syscalls:sys_enter_openat" }

@@ -98,17 +98,19 @@ local function summarize(lists)
 end
 
 -- The rows of r.per (counts per core, socket, CPU or thread) summarised
--- over the runs that have each row's key, in the first run's order then
--- the keys only later runs have.
+-- over the runs that have each row, in the first run's order then the rows
+-- only later runs have. Places are matched by key; threads, whose ids
+-- change from run to run, by position (the command's n-th task), named
+-- as in the last run that has them.
 local function summarize_per(runs)
   local kind = runs[1].per.kind
   local order, lists, rows = {}, {}, {}
   for _, r in ipairs(runs) do
-    for _, row in ipairs(r.per or {}) do
-      if not lists[row.key] then
-        order[#order + 1], lists[row.key], rows[row.key] = row.key, {}, row
-      end
-      local l = lists[row.key]
+    for n, row in ipairs(r.per or {}) do
+      local key = kind == "thread" and n or row.key
+      if not lists[key] then order[#order + 1], lists[key] = key, {} end
+      rows[key] = row
+      local l = lists[key]
       l[#l + 1] = row.events
     end
   end
