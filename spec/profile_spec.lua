@@ -350,6 +350,20 @@ describe("perf.profiler", function()
     assert.is_true(chunk)
   end)
 
+  it("counts every cpu-clock overflow as a sample or lost, with or without native chains", function()
+    for _, native in ipairs { false, true } do
+      local p <close> = assert(perf.profiler { event = "cpu-clock", freq = 2000, native = native })
+      p:start()
+      fx.split(2)
+      local prof = p:stop()
+      local overflows = p.event:overflows()
+      assert.is_true(overflows > 20, "too few overflows: " .. overflows)
+      assert.equal(overflows, prof.samples + prof.lost)
+      assert.equal(prof.samples, folded_total(prof:folded()))
+      assert.equal(2000, prof.freq)
+    end
+  end)
+
   it("is closed by <close> and close, idempotently", function()
     local ev
     do
