@@ -133,7 +133,7 @@ FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Icsrc \
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEBIAN_PKGS="$(FUZZ_PKGS)"
 
-build/fuzz_decode: $(FUZZ_SRCS) csrc/decode.h csrc/ringbuf.h fuzz/fuzz_input.h
+build/fuzz_decode: $(FUZZ_SRCS) csrc/decode.h csrc/read_format.h csrc/ringbuf.h fuzz/fuzz_input.h
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS)
 
@@ -142,7 +142,7 @@ fuzz: fuzz-deps
 	@mkdir -p fuzz/corpus
 	build/fuzz_decode -runs=$(FUZZ_RUNS) -print_final_stats=1 fuzz/corpus fuzz/seeds
 
-build/fuzz_push: $(FUZZ_PUSH_SRCS) csrc/decode.h csrc/record_push.h fuzz/fuzz_input.h
+build/fuzz_push: $(FUZZ_PUSH_SRCS) csrc/decode.h csrc/read_format.h csrc/record_push.h fuzz/fuzz_input.h
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_FLAGS) -I$(LUA_INCDIR) -o $@ $(FUZZ_PUSH_SRCS) -llua5.4
 

@@ -62,23 +62,30 @@ static int popcount64(uint64_t x) {
 
 /* ---- struct read_format ---- */
 
+/* The words of a read, copied out of the (unaligned) record and decoded by
+** read_format.h; a group's entries stay in the record, decoded one by one. */
 static void take_read(cursor *c, uint64_t fmt, pl_readv *rv) {
+  uint64_t w[5] = { 0 };
+  pl_counts k = { 0 };
   memset(rv, 0, sizeof *rv);
   rv->format = fmt;
+  size_t words = (fmt & PL_F_GROUP) ? pl_rf_head_words(fmt) : pl_rf_single_words(fmt);
+  const unsigned char *q = take_array(c, words, 8, "read");
+  if (!q) return;
+  memcpy(w, q, words * 8);
   if (fmt & PL_F_GROUP) {
-    rv->nr = take64(c, "read.nr");
-    if (fmt & PL_F_TOTAL_TIME_ENABLED) rv->time_enabled = take64(c, "read.time_enabled");
-    if (fmt & PL_F_TOTAL_TIME_RUNNING) rv->time_running = take64(c, "read.time_running");
-    rv->stride = 8 * (1 + !!(fmt & PL_F_ID) + !!(fmt & PL_F_LOST));
+    rv->nr = pl_rf_head(w, fmt, &k);
+    rv->stride = 8 * pl_rf_entry_words(fmt);
     rv->entries = take_array(c, rv->nr, rv->stride, "read: nr entries");
     if (!rv->entries) rv->nr = 0;
   } else {
-    rv->value = take64(c, "read.value");
-    if (fmt & PL_F_TOTAL_TIME_ENABLED) rv->time_enabled = take64(c, "read.time_enabled");
-    if (fmt & PL_F_TOTAL_TIME_RUNNING) rv->time_running = take64(c, "read.time_running");
-    if (fmt & PL_F_ID) rv->id = take64(c, "read.id");
-    if (fmt & PL_F_LOST) rv->lost = take64(c, "read.lost");
+    pl_rf_single(w, fmt, &k);
+    rv->value = k.value;
+    rv->id = k.id;
+    rv->lost = k.lost;
   }
+  rv->time_enabled = k.enabled;
+  rv->time_running = k.running;
 }
 
 void pl_readv_entry(const pl_readv *rv, uint64_t i, uint64_t *value,
@@ -89,11 +96,13 @@ void pl_readv_entry(const pl_readv *rv, uint64_t i, uint64_t *value,
     return;
   }
   if (i >= rv->nr) return;
-  const unsigned char *e = rv->entries + i * rv->stride;
-  *value = pl_u64at(e);
-  e += 8;
-  if (rv->format & PL_F_ID) { *id = pl_u64at(e); e += 8; }
-  if (rv->format & PL_F_LOST) *lost = pl_u64at(e);
+  uint64_t w[3] = { 0 };
+  pl_counts k;
+  memcpy(w, rv->entries + i * rv->stride, rv->stride);
+  pl_rf_entry(w, rv->format, &k);
+  *value = k.value;
+  *id = k.id;
+  *lost = k.lost;
 }
 
 /* ---- PERF_RECORD_SAMPLE, in the order perf_output_sample() writes ---- */

@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "read_format.h"
+
 #pragma GCC visibility push(hidden)
 
 /* record types, enum perf_event_type (6.18) */
@@ -63,12 +65,7 @@ enum {
 #define PL_S_ID_FIELDS (PL_S_TID | PL_S_TIME | PL_S_ID | PL_S_STREAM_ID | \
                         PL_S_CPU | PL_S_IDENTIFIER)
 
-/* read_format bits */
-#define PL_F_TOTAL_TIME_ENABLED (1ULL << 0)
-#define PL_F_TOTAL_TIME_RUNNING (1ULL << 1)
-#define PL_F_ID                 (1ULL << 2)
-#define PL_F_GROUP              (1ULL << 3)
-#define PL_F_LOST               (1ULL << 4)
+/* read_format bits (PL_F_*) and layout: read_format.h */
 
 /* branch_sample_type bits that change the sample's shape */
 #define PL_B_HW_INDEX (1ULL << 17)

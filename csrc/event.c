@@ -15,6 +15,7 @@
 
 #include "counter_read.h"
 #include "perf_core.h"
+#include "read_format.h"
 
 static const pl_name ioc_flag_names[] = {{"group", PERF_IOC_FLAG_GROUP}, {NULL, 0}};
 
@@ -213,49 +214,39 @@ static int l_open(lua_State *L) {
 
 /* ---- reading ---- */
 
-/* Bytes a read of an event alone gives: value, [enabled], [running], [id],
-** [lost] (uapi: struct read_format without PERF_FORMAT_GROUP). */
-static ssize_t single_size(uint64_t rf) {
-  return (ssize_t)(8 * (1 + !!(rf & PERF_FORMAT_TOTAL_TIME_ENABLED) +
-                        !!(rf & PERF_FORMAT_TOTAL_TIME_RUNNING) +
-                        !!(rf & PERF_FORMAT_ID) + !!(rf & PERF_FORMAT_LOST)));
-}
-
-/* Decodes one read(2) of the event per its read_format (uapi: struct
-** read_format). A group read is searched for this event's own id. */
+/* Decodes one read(2) of the event per its read_format (read_format.h).
+** A group read is searched for this event's own id. */
 int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
                   uint64_t *running, uint64_t *lost) {
   uint64_t buf[512];
   uint64_t rf = ev->attr.read_format, nr, i;
-  size_t k = 0, per, words;
+  pl_counts c;
+  size_t k, per, words;
   ssize_t n = pl_counter_read(ev->fd, buf, sizeof buf);
   if (n < 0) return errno;
   if (n == 0) return -1;              /* error state: see PL_EOF_HINT */
   words = (size_t)n / 8;
-  *enabled = *running = *lost = 0;
-  if (!(rf & PERF_FORMAT_GROUP)) {
-    if (n < single_size(rf)) return EIO;
-    *value = buf[k++];
-    if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) *enabled = buf[k++];
-    if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) *running = buf[k++];
-    if (rf & PERF_FORMAT_ID) k++;
-    if (rf & PERF_FORMAT_LOST) *lost = buf[k];
-    return 0;
-  }
-  nr = buf[k++];
-  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) *enabled = buf[k++];
-  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) *running = buf[k++];
-  per = 1 + !!(rf & PERF_FORMAT_ID) + !!(rf & PERF_FORMAT_LOST);
-  if (k + nr * per > words) return EIO;
-  for (i = 0; i < nr; i++, k += per) {
-    /* without ids, the leader (a read of a member alone gives nr = 1) */
-    if ((rf & PERF_FORMAT_ID) ? buf[k + 1] == ev->id : i == 0) {
-      *value = buf[k];
-      if (rf & PERF_FORMAT_LOST) *lost = buf[k + per - 1];
-      return 0;
+  if (!(rf & PL_F_GROUP)) {
+    if (words < pl_rf_single_words(rf)) return EIO;
+    pl_rf_single(buf, rf, &c);
+  } else {
+    k = pl_rf_head_words(rf);
+    per = pl_rf_entry_words(rf);
+    if (words < k) return EIO;
+    nr = pl_rf_head(buf, rf, &c);
+    if (nr > (words - k) / per) return EIO;
+    for (i = 0; i < nr; i++, k += per) {
+      pl_rf_entry(buf + k, rf, &c);
+      /* without ids, the leader (a read of a member alone gives nr = 1) */
+      if ((rf & PL_F_ID) ? c.id == ev->id : i == 0) break;
     }
+    if (i == nr) return ENOENT;
   }
-  return ENOENT;
+  *value = c.value;
+  *enabled = c.enabled;
+  *running = c.running;
+  *lost = c.lost;
+  return 0;
 }
 
 #define PL_EOF_HINT "the event is in error state (a pinned event that lost " \
@@ -281,61 +272,42 @@ static pl_event *check_event_fast(lua_State *L) {
 /* ev:read() -> value, time_enabled, time_running [, lost] */
 static int l_read(lua_State *L) {
   pl_event *ev = check_event_fast(L);
-  uint64_t v, en, run, lost;
   uint64_t rf = ev->attr.read_format;
-  int err;
-  if (!(rf & PERF_FORMAT_GROUP)) {
-    /* one event alone, read in place: value, [enabled], [running], [id],
-    ** [lost] (uapi: struct read_format without PERF_FORMAT_GROUP) */
+  pl_counts c;
+  if (!(rf & PL_F_GROUP)) {
+    /* one event alone, read in place */
     uint64_t buf[5];
     ssize_t n = pl_counter_read(ev->fd, buf, sizeof buf);
-    int k = 1;
     if (n <= 0) return read_failed(L, n < 0 ? errno : -1);
-    if (n < single_size(rf)) return read_failed(L, EIO);
-    lua_pushinteger(L, (lua_Integer)buf[0]);
-    if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) lua_pushinteger(L, (lua_Integer)buf[k++]);
-    else lua_pushnil(L);
-    if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) lua_pushinteger(L, (lua_Integer)buf[k++]);
-    else lua_pushnil(L);
-    if (!(rf & PERF_FORMAT_LOST)) return 3;
-    if (rf & PERF_FORMAT_ID) k++;
-    lua_pushinteger(L, (lua_Integer)buf[k]);
-    return 4;
+    if ((size_t)n < 8 * pl_rf_single_words(rf)) return read_failed(L, EIO);
+    pl_rf_single(buf, rf, &c);
+  } else {
+    int err = pl_event_read(ev, &c.value, &c.enabled, &c.running, &c.lost);
+    if (err) return read_failed(L, err);
   }
-  err = pl_event_read(ev, &v, &en, &run, &lost);
-  if (err) return read_failed(L, err);
-  lua_pushinteger(L, (lua_Integer)v);
-  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) lua_pushinteger(L, (lua_Integer)en);
+  lua_pushinteger(L, (lua_Integer)c.value);
+  if (rf & PL_F_TOTAL_TIME_ENABLED) lua_pushinteger(L, (lua_Integer)c.enabled);
   else lua_pushnil(L);
-  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) lua_pushinteger(L, (lua_Integer)run);
+  if (rf & PL_F_TOTAL_TIME_RUNNING) lua_pushinteger(L, (lua_Integer)c.running);
   else lua_pushnil(L);
-  if (!(rf & PERF_FORMAT_LOST)) return 3;
-  lua_pushinteger(L, (lua_Integer)lost);
+  if (!(rf & PL_F_LOST)) return 3;
+  lua_pushinteger(L, (lua_Integer)c.lost);
   return 4;
 }
 
-__extension__ typedef unsigned __int128 u128;
-
 /* ev:scaled() -> estimate, fraction_running: the count a multiplexed event
-** would have reached had it run all the time it was enabled. */
+** would have reached had it run all the time it was enabled (pl_scale). */
 static int l_scaled(lua_State *L) {
   pl_event *ev = pl_check_event(L, 1);
   uint64_t v, en, run, lost;
-  uint64_t need = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  double fraction = 1.0;
   int err = pl_event_read(ev, &v, &en, &run, &lost);
   if (err) return read_failed(L, err);
-  if ((ev->attr.read_format & need) != need) {
-    lua_pushinteger(L, (lua_Integer)v);     /* no times: take it as exact */
-    lua_pushnumber(L, 1.0);
-    return 2;
-  }
-  if (run == 0) {
-    lua_pushinteger(L, 0);
-    lua_pushnumber(L, 0.0);
-    return 2;
-  }
-  lua_pushinteger(L, (lua_Integer)(uint64_t)((u128)v * en / run));
-  lua_pushnumber(L, (lua_Number)run / (lua_Number)en);
+  /* without both times the count is taken as exact */
+  if ((ev->attr.read_format & PL_F_TIMES) == PL_F_TIMES)
+    v = pl_scale(v, en, run, &fraction);
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_pushnumber(L, (lua_Number)fraction);
   return 2;
 }
 

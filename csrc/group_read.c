@@ -32,6 +32,7 @@
 
 #include "counter_read.h"
 #include "group_read.h"
+#include "read_format.h"
 
 /* The functions between the read(2) and the Lua VM are inlined into the
 ** reader: each return the kernel's own calls have left unpredictable costs
@@ -73,16 +74,6 @@ int pl_group_fail(lua_State *L, int err, const char *method, const char *hint) {
 
 /* ---- decoding ---- */
 
-__extension__ typedef unsigned __int128 u128;
-
-/* The count a multiplexed event would have reached had it run all the time
-** it was enabled; 0 when it never ran. Exact in 128 bits. */
-static uint64_t scale(uint64_t v, uint64_t en, uint64_t run) {
-  if (run == 0) return 0;
-  if (run >= en) return v;
-  return (uint64_t)((u128)v * en / run);
-}
-
 /* Room for the values of groups of up to this many members on the C stack;
 ** larger groups take a temporary block (a userdata left on the stack). */
 #define PL_STACK_MEMBERS PL_FAST_MEMBERS
@@ -120,7 +111,8 @@ PL_INLINE int read_group(lua_State *L, pl_group *g, int scaled, pl_values *vs) {
   uint64_t stack[PL_STACK_WORDS], *buf = g->cap <= PL_STACK_WORDS ? stack : g->buf;
   size_t size = g->cap <= PL_STACK_WORDS ? sizeof stack : (size_t)g->cap * sizeof *buf;
   uint64_t rf = g->rf, nr;
-  size_t k = 1, per, words;
+  size_t k = pl_rf_head_words(rf), per = pl_rf_entry_words(rf), words;
+  pl_counts head;
   ssize_t got;
   int i;
   got = pl_counter_read(g->ev[0]->fd, buf, size);
@@ -135,11 +127,11 @@ PL_INLINE int read_group(lua_State *L, pl_group *g, int scaled, pl_values *vs) {
   if (got < 0) return errno;
   if (got == 0) return -1;
   words = (size_t)got / sizeof *buf;
-  nr = buf[0];
-  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) vs->en = buf[k++];
-  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) vs->run = buf[k++];
-  per = 2 + !!(rf & PERF_FORMAT_LOST);
-  if (k + nr * per > words) return EIO;
+  if (words < k) return EIO;
+  nr = pl_rf_head(buf, rf, &head);
+  vs->en = head.enabled;
+  vs->run = head.running;
+  if (nr > (words - k) / per) return EIO;   /* entries: value, id [, lost] */
   for (i = 0; i < g->n; i++) {
     const uint64_t *e = buf + k + (size_t)i * per;
     uint64_t j;
@@ -148,7 +140,7 @@ PL_INLINE int read_group(lua_State *L, pl_group *g, int scaled, pl_values *vs) {
         if (buf[k + j * per + 1] == g->ids[i]) { e = buf + k + j * per; break; }
     }
     vs->present[i] = e != NULL;
-    vs->v[i] = e ? (scaled ? scale(e[0], vs->en, vs->run) : e[0]) : 0;
+    vs->v[i] = e ? (scaled ? pl_scale(e[0], vs->en, vs->run, NULL) : e[0]) : 0;
   }
   return 0;
 }
@@ -169,7 +161,7 @@ PL_INLINE int read_each(pl_group *g, int scaled, pl_values *vs) {
       if (err) return err;
     }
     if (first) { vs->en = en; vs->run = run; first = 0; }
-    vs->v[i] = scaled ? scale(v, en, run) : v;
+    vs->v[i] = scaled ? pl_scale(v, en, run, NULL) : v;
   }
   return 0;
 }
@@ -282,10 +274,9 @@ int pl_group_scale(lua_State *L) {
   lua_Integer en = luaL_checkinteger(L, 2), run = luaL_checkinteger(L, 3);
   luaL_argcheck(L, en >= 0, 2, "negative time");
   luaL_argcheck(L, run >= 0, 3, "negative time");
-  lua_pushinteger(L, (lua_Integer)scale(v, (uint64_t)en, (uint64_t)run));
-  if (run == 0) lua_pushnumber(L, 0.0);
-  else if (run >= en) lua_pushnumber(L, 1.0);
-  else lua_pushnumber(L, (lua_Number)run / (lua_Number)en);
+  double fraction;
+  lua_pushinteger(L, (lua_Integer)pl_scale(v, (uint64_t)en, (uint64_t)run, &fraction));
+  lua_pushnumber(L, (lua_Number)fraction);
   return 2;
 }
 

@@ -275,6 +275,33 @@ describe("perf.group", function()
     assert.are.equal(t.time_enabled, t.time_running)
   end)
 
+  it("scales by the same rule as ev:scaled and perf.core.scale", function()
+    -- pinned to CPU 1, events of this task on CPU 0 are enabled but never
+    -- run: the one case of scaling software events can reach
+    if H.sh("nproc") == "1\n" then return pending("needs two CPUs") end
+    local out = H.run_lua([[
+      local perf = require "perf"
+      local on0 = { pid = 0, cpu = 0 }
+      local ev = assert(perf.open("task-clock", on0))
+      local g = assert(perf.group({ "task-clock", "page-faults" }, on0))
+      assert(ev:enable()); assert(g:enable())
+      local x = 0
+      for i = 1, 1e6 do x = x + i end
+      assert(ev:disable()); assert(g:disable())
+      local v, en, run = ev:read()
+      local est, frac = ev:scaled()
+      local s = g:scaled()
+      local t = g:read()
+      local c, cf = perf.core.scale(t[1], t.time_enabled, t.time_running)
+      print(v, en > 0, run, est, frac, s[1], s[2], t.time_enabled > 0,
+            t.time_running, c, cf, perf.core.scale(v, en, run))
+    ]], "taskset -c 1")
+    assert.are.equal("0\ttrue\t0\t0\t0.0\t0\t0\ttrue\t0\t0\t0.0\t0\t0.0\n", out)
+    -- and where the times say it ran longer than enabled: the count itself
+    assert.are.same({ 100, 1.0 }, { perf.core.scale(100, 10, 20) })
+    assert.are.same({ 150, 2 / 3 }, { perf.core.scale(100, 30, 20) })
+  end)
+
   it("counts a member that joined with target.group under the leader", function()
     local g <close> = assert(perf.group { openat(), sw(PAGE_FAULTS, "faults") })
     local extra <close> = assert(perf.open(close_tp("joined"), { group = g }))
