@@ -56,6 +56,7 @@ build = {
     ["perf"] = "lua/perf/init.lua",
     ["perf.cli"] = "lua/perf/cli/init.lua",
     ["perf.cli.list"] = "lua/perf/cli/list.lua",
+    ["perf.cli.profile"] = "lua/perf/cli/profile.lua",
     ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
     ["perf.cli.top"] = "lua/perf/cli/top.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",

@@ -402,9 +402,9 @@ describe("perf.profiler", function()
   end)
 end)
 
-describe("examples/profile.lua", function()
+describe("perf-lua profile", function()
   local function run(args)
-    local p = io.popen(("%s examples/profile.lua %s 2>&1; echo \"exit $?\""):format(H.example, args))
+    local p = io.popen(("%s bin/perf-lua profile %s 2>&1; echo \"exit $?\""):format(H.example, args))
     local out = p:read("a")
     p:close()
     return out
@@ -431,8 +431,8 @@ describe("examples/profile.lua", function()
   end)
 
   it("explains its usage and an event it cannot open", function()
-    assert.matches("usage: lua5.4 examples/profile.lua", run(""))
-    assert.matches("exit 2\n$", run("-F 10 -c 10 examples/wordfreq.lua"))
+    assert.matches("^perf%-lua profile: no script given\n\n usage: perf%-lua profile %[%-e EVENT%]", run(""))
+    assert.matches("exit 129\n$", run("-F 10 -c 10 examples/wordfreq.lua"))
     assert.matches("unknown option %-x", run("-x examples/wordfreq.lua"))
     if not caps.pmu then
       local out = run("-e cycles examples/wordfreq.lua")

@@ -15,6 +15,7 @@ cli.commands = {
   { "stat", "Run a command and print what it cost (counters)" },
   { "list", "List the events this machine offers" },
   { "top", "Live view of the hottest commands and functions on every CPU" },
+  { "profile", "Run a Lua script and show which functions and lines cause an event" },
 }
 
 local function find(name)

@@ -1,6 +1,6 @@
--- examples/profile.lua: which Lua functions and lines cause an event.
+-- perf-lua profile: which Lua functions and lines cause an event.
 --
---   lua5.4 examples/profile.lua [-e EVENT] [-F HZ | -c PERIOD] [--native] [-o FILE] script.lua [args...]
+--   perf-lua profile [-e EVENT] [-F HZ | -c PERIOD] [-n N] [--native] [-o FILE] script.lua [args...]
 --
 -- Runs a Lua script under perf.profile and prints a report like perf
 -- report's: the event, the samples, then the top functions and lines.
@@ -9,17 +9,13 @@
 -- default to every hit); --native joins the C frames under the Lua lines;
 -- -o writes the profile too: a flame graph (.svg), speedscope JSON (.json)
 -- or folded stacks (.folded, .txt). The script sees its own arguments in
--- `arg` and `...`, as lua5.4 gives them.
-package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
-package.cpath = "./?.so;" .. package.cpath
+-- `arg` and `...`, as lua5.4 gives them. -n shows the top N functions and
+-- lines (default 10). Exits 1 when the script fails, 129 for a usage error.
+local arg = ...
 local perf = require "perf"
 
-local USAGE = "usage: lua5.4 examples/profile.lua [-e EVENT] [-F HZ | -c PERIOD] [--native] [-o FILE] script.lua [args...]\n"
-
 local function usage(msg)
-  if msg then io.stderr:write("examples/profile.lua: ", msg, "\n") end
-  io.stderr:write(USAGE)
-  os.exit(2)
+  require("perf.cli").usage("profile", msg)
 end
 
 local opts, out, top = {}, nil, 10
@@ -50,7 +46,7 @@ while i <= #arg do
 end
 if opts.freq and opts.period then usage("give -F or -c, not both") end
 local script = arg[i]
-if not script then usage() end
+if not script then usage("no script given") end
 
 local chunk, msg = loadfile(script)
 if not chunk then
@@ -60,7 +56,7 @@ end
 -- the script's arg table, as lua5.4 would give it
 local args = { [0] = script }
 for j = i + 1, #arg do args[#args + 1] = arg[j] end
-arg = args
+_G.arg = args
 
 local ok, prof, err = pcall(perf.profile, chunk, opts, table.unpack(args))
 if not ok then
