@@ -119,6 +119,19 @@ describe("the reference", function()
     assert.equal("", warnings)
   end)
 
+  it("builds its HTML pages, topics included (make docs)", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local out = H.sh(("ldoc --fatalwarnings -d %s . 2>&1; echo \"exit $?\""):format(dir))
+    local index = io.open(dir .. "/index.html")
+    local topic = io.open(dir .. "/topics/counting.md.html")
+    if index then index:close() end
+    if topic then topic:close() end
+    os.execute("rm -rf " .. dir)
+    assert.matches("\nexit 0\n$", out)
+    assert.truthy(index and topic, out)
+  end)
+
   for modname, what in pairs(PUBLIC) do
     it("documents " .. modname .. " with a summary and an example", function()
       local mod = items[modname]
