@@ -226,3 +226,78 @@ describe("perf.uprobe", function()
       "perf.uprobe: options must be a table, not boolean")
   end)
 end)
+
+describe("inherited uprobes", function()
+  local function probes_of_ours()
+    local f = io.open(perf.core and "/sys/kernel/tracing/uprobe_events")
+    local text = f and f:read("a") or ""
+    if f then f:close() end
+    local n = 0
+    for _ in text:gmatch("perf_lua_" .. PID .. "/") do n = n + 1 end
+    return n
+  end
+
+  local argv = { "sh", "-c", "ls / >/dev/null; echo ok" }
+
+  -- perf stat of the same command with perf's own probe of getenv, and the
+  -- count of that probe given to perf.stat in perf's syntax
+  local function perf_tool_count()
+    if sh("command -v perf") == "" then return nil end
+    local path = assert(uprobe.find_binary("libc.so.6"))
+    sh("perf probe -q -d probe_libc:getenv; perf probe -q -x " .. path .. " getenv")
+    local ok, theirs, ours = pcall(function()
+      local p = io.popen("perf stat -x, -e probe_libc:getenv sh -c 'ls / >/dev/null; echo ok' 2>&1 >/dev/null")
+      local out = p:read("a")
+      p:close()
+      local r = assert(perf.stat(argv, "probe_libc:getenv", { stdout = "/dev/null" }))
+      return math.tointeger(tonumber(out:match("^(%d+),"))), r["probe_libc:getenv"]
+    end)
+    sh("perf probe -q -d probe_libc:getenv")
+    assert(ok, theirs)
+    return theirs, ours
+  end
+
+  needs_uprobes("count a command's calls through tracefs as perf does, and leave no probe behind", function()
+    local out = os.tmpname()
+    local r = assert(perf.stat(argv, { perf.uprobe("libc.so.6", "getenv"), "task-clock" },
+      { stdout = out }))
+    local f = assert(io.open(out))
+    local text = f:read("a")
+    f:close()
+    os.remove(out)
+    assert.equal("ok\n", text)                      -- the command forked and ran
+    assert.equal(0, r.status)
+    assert.equal("uprobe:libc.so.6:getenv", r.events[1].name)
+    assert.equal(0, probes_of_ours())
+    local theirs, ours = perf_tool_count()
+    if not theirs then return pending("perf is not installed") end
+    assert.is_true(theirs > 0)
+    assert.equal(theirs, r[1])                      -- perf stat with perf probe
+    assert.equal(theirs, ours)                      -- perf's syntax, "probe_libc:getenv"
+    -- an attr read back from an event is made the same way
+    r = assert(perf.stat(argv, { perf.uprobe("libc.so.6", "getenv"):attr() }, { stdout = "/dev/null" }))
+    assert.equal(theirs, r[1])
+    assert.equal(0, probes_of_ours())
+  end)
+
+  needs_uprobes("work with perf.open and perf.group, and go once the event is closed", function()
+    local ev = assert(perf.uprobe("libc.so.6", "getenv", { inherit = true }))
+    assert.equal(1, probes_of_ours())
+    assert.equal(2, ev:attr().type)                 -- a tracepoint
+    assert(ev:enable())
+    os.getenv("HOME") os.getenv("PATH")
+    assert(ev:disable())
+    assert.equal(2, (ev:read()))
+    ev:close()
+    ev = nil                                        -- luacheck: ignore
+    collectgarbage() collectgarbage()
+    assert.equal(0, probes_of_ours())
+    local a = perf.uprobe("libc.so.6", "getenv"):attr()
+    a.inherit = true
+    local g = assert(perf.group { { "task-clock", inherit = true }, a })
+    assert.equal(1, probes_of_ours())
+    g:close()
+    uprobe.sweep()
+    assert.equal(0, probes_of_ours())
+  end)
+end)

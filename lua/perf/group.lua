@@ -111,15 +111,23 @@ end
 -- core.open, retrying a refused kernel-mode count as user-only the way
 -- perf stat does (with `opts.user_fallback`); notes collects what changed.
 local function open_one(e, target, opts, notes)
-  local ev, msg, errno = core.open(e.attr, target, e.name)
-  if not ev and errno == EACCES and opts.user_fallback and not e.attr.exclude_kernel then
-    local a = copy(e.attr)
+  local attr, probe, perr = e.attr, nil, nil
+  if attr.inherit and (math.type(attr.type) ~= "integer" or attr.type > 5) then
+    attr, probe, perr = require("perf.uprobe").inheritable(attr, e.name)
+    if not attr then return nil, probe, perr end
+  end
+  local ev, msg, errno = core.open(attr, target, e.name)
+  if not ev and errno == EACCES and opts.user_fallback and not attr.exclude_kernel then
+    local a = copy(attr)
     a.exclude_kernel, a.exclude_hv = true, true
     ev = core.open(a, target, e.name)
     if ev then
       notes[#notes + 1] = ("%s: kernel-mode counting is not permitted here "
         .. "(perf_event_paranoid); counting user space only"):format(ev:name())
     end
+  end
+  if probe then
+    if ev then require("perf.uprobe").bind(probe, ev) else probe:remove() end
   end
   if ev then return ev end
   return nil, msg, errno

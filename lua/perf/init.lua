@@ -129,8 +129,9 @@ end
 
 --- An event spec to the attr table `perf.open` passes to the core, with
 -- the defaults applied (`disabled = true`, the default `read_format`).
--- @param spec a perf-syntax string, an attr table, or an attr table whose
--- `[1]` is a perf-syntax string the other fields refine
+-- @param spec a perf-syntax string, an attr table, an attr table whose
+-- `[1]` is a perf-syntax string the other fields refine, or an event (its
+-- attr, under its name)
 -- @treturn[1] table the attr (kernel field names, integer type and config)
 -- @treturn[1] string its display name (nil when it has none)
 -- @treturn[1] table the fields that are not attr fields (`name`, `scale`, `unit`)
@@ -139,6 +140,11 @@ end
 -- @usage local attr, name = perf.attr "page-faults:u"
 function perf.attr(spec)
   local attr
+  if is_event(spec) then            -- an event: its attr, under its name
+    local a = spec:attr()
+    a.name = spec:name()
+    spec = a
+  end
   local kind = type(spec)
   if kind == "table" and spec[1] == nil and type(spec.config) ~= "string" then
     attr = {}                       -- already in kernel terms: copy it
@@ -216,8 +222,20 @@ function perf.open(spec, target)
       and not (type(spec) == "table" and spec.disabled ~= nil) then
     attr.disabled = false
   end
+  -- an inherited uprobe is made in tracefs (see perf.uprobe)
+  local probe
+  if attr.inherit and (math.type(attr.type) ~= "integer" or attr.type > 5) then
+    local a, perr
+    ok, a, probe, perr = pcall(require("perf.uprobe").inheritable, attr, name)
+    if not ok then error(strip(a), 2) end
+    if not a then return nil, "perf.open " .. name .. ": " .. probe, perr end
+    attr = a
+  end
   local ev, msg, errno
   ok, ev, msg, errno = pcall(core.open, attr, target_of(target), name)
+  if probe then
+    if ok and ev then require("perf.uprobe").bind(probe, ev) else probe:remove() end
+  end
   if not ok then error(strip(ev), 2) end
   if not ev then return nil, msg, errno end
   return ev

@@ -272,6 +272,9 @@ local function close_all(opened, n)
   for u = n, 1, -1 do
     for k = #(opened[u] or {}), 1, -1 do opened[u][k]:close() end
   end
+  -- inherited uprobes were made in tracefs: remove them now they are closed
+  local uprobe = package.loaded["perf.uprobe"]
+  if uprobe then uprobe.sweep() end
 end
 
 local function each_group(opened, n, method)

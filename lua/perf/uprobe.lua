@@ -31,6 +31,11 @@ local M = {}
 
 local OWN_KEYS = { ret = true, ref_ctr_offset = true }
 
+-- The paths perf.uprobe gave the kernel, by their address: they stay alive
+-- here, so an attr read back from an event (config1) can be made again.
+local paths = {}
+
+
 -- Files mapped into this process, from /proc/self/maps.
 local function mapped_files()
   local out, seen = {}, {}
@@ -158,12 +163,129 @@ function M.attr(perf, binary, where, opts)
 
   -- a uprobe fires in user space only: excluding the kernel changes no count
   -- and lets a refusal say what is really missing (CAP_PERFMON)
+  paths[require("perf.core").addressof(path)] = path
   local attr = { type = p.type, config = config, uprobe_path = path,
     probe_offset = offset, sample_period = 1, exclude_kernel = true, exclude_hv = true }
   local target = options.split(opts, attr, OWN_KEYS)
   attr.name = attr.name or ("%s:%s:%s%s"):format(opts.ret and "uretprobe" or "uprobe",
     path:match("[^/]+$"), label, "")
   return attr, target
+end
+
+---------------------------------------------------------------------------
+-- Inherited uprobes, through tracefs.
+--
+-- The uprobe PMU's config1 is a pointer to the path in this process: an
+-- inherited event is copied into every child task, and the kernel reads
+-- that address again in the child's memory (in a child that exec'd it is
+-- garbage and its fork fails). So an inherited uprobe is made as perf
+-- makes one: a probe written into tracefs's uprobe_events
+-- ("p:GROUP/EVENT PATH:0xOFFSET", "r:..." for returns) and opened as that
+-- tracepoint. The probe is removed once its event is closed: by perf.stat
+-- when it is done, otherwise when the event is collected (or the next time
+-- a probe is made).
+
+
+local Probe = {}
+Probe.__index = Probe
+
+local function events_file()
+  local dir, why, errno = require("perf.tracepoint").path()
+  if not dir then return nil, why, errno end
+  return dir .. "/uprobe_events"
+end
+
+local function write_line(line)
+  local file, why, errno = events_file()
+  if not file then return nil, why, errno end
+  -- "r+": no O_TRUNC (which would remove every probe), no seek to the end
+  local f, msg, code = io.open(file, "r+")
+  if not f then return nil, msg, code end
+  f:setvbuf("no")
+  local ok, werr, wcode = f:write(line .. "\n")     -- one write(2): one command
+  f:close()
+  if not ok then return nil, werr, wcode end
+  return true
+end
+
+-- Removes the probe from tracefs; true once it is gone. Busy while an
+-- event is still open on it.
+function Probe:remove()
+  if self.removed then return true end
+  local ok = write_line(("-:%s/%s"):format(self.group, self.event))
+  if ok then self.removed = true end
+  return ok
+end
+Probe.__gc = Probe.remove
+
+local live = setmetatable({}, { __mode = "k" })     -- event -> its probe
+local made = 0
+
+-- Removes the probes whose events are closed.
+function M.sweep()
+  for ev, probe in pairs(live) do
+    if not pcall(ev.fileno, ev) then
+      probe:remove()
+      live[ev] = nil
+    end
+  end
+end
+
+local function is_uprobe_type(t)
+  local p = pmus.find("uprobe")
+  return p ~= nil and (t == p.type or t == "uprobe"), p
+end
+
+-- If `attr` is an inherited event of the uprobe PMU, the same probe made in
+-- tracefs (its event named after the symbol in `name`, "uprobe:libc.so.6:getenv"):
+-- a tracepoint attr and the probe (remove it if the event does
+-- not open; perf.core's event is bound to it with M.bind). Otherwise attr
+-- itself. nil, message, errno when tracefs refuses.
+function M.inheritable(attr, name)
+  if not attr.inherit then return attr end
+  local yes, p = is_uprobe_type(attr.type)
+  if not yes then return attr end
+  local path = attr.uprobe_path
+  if math.type(path) == "integer" or path == nil then path = paths[path or attr.config1] end
+  local offset = attr.probe_offset or attr.config2
+  if type(path) ~= "string" or math.type(offset) ~= "integer" then
+    error("an inherited uprobe needs its path and offset: make it with perf.uprobe, "
+      .. "or give uprobe_path (a string) and probe_offset", 0)
+  end
+  local ret = false
+  local f = p.format_bits and p.format_bits.retprobe
+  if f and math.type(attr.config) == "integer" then
+    ret = pmus.pack(f, 0, 1) & attr.config ~= 0
+  end
+  M.sweep()
+  made = made + 1
+  local probe = setmetatable({ group = "perf_lua_" .. ((fs.read("/proc/self/stat") or ""):match("^%d+") or "0"),
+    event = ("%s_%d"):format(((name or "probe"):match("[^:]+$") or "probe")
+      :gsub("[^%w_]", "_"):gsub("^(%d)", "_%1"), made) }, Probe)
+  probe.removed = true                     -- until it is made
+  local ok, msg, errno = write_line(("%s:%s/%s %s:0x%x"):format(ret and "r" or "p",
+    probe.group, probe.event, path, offset))
+  if not ok then
+    return nil, ("inherited uprobe: cannot write %s: %s"):format(events_file() or "uprobe_events",
+      msg), errno
+  end
+  probe.removed = false
+  local id
+  id, msg, errno = require("perf.tracepoint").id(probe.group, probe.event)
+  if not id then
+    probe:remove()
+    return nil, "inherited uprobe: " .. msg, errno
+  end
+  local a = {}
+  for k, v in pairs(attr) do a[k] = v end
+  a.uprobe_path, a.probe_offset, a.config1, a.config2 = nil, nil, nil, nil
+  a.type, a.config = 2, id
+  return a, probe
+end
+
+-- The event opened on `probe`: the probe goes once the event is closed.
+function M.bind(probe, ev)
+  live[ev] = probe
 end
 
 --- Counts or samples the calls (or returns) of a function in a binary or
