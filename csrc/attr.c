@@ -506,6 +506,7 @@ void pl_attr_push(lua_State *L, const struct pl_attr *a) {
       lua_pushinteger(L, (lua_Integer)v);
     lua_setfield(L, -2, f->name);
   }
+  pl_show(L, -1, "perf.attr");
 }
 
 /* perf.core.attr_fields(): every field name, in the kernel's order. */

@@ -35,6 +35,7 @@ static void setup_process(void) {
 int luaopen_perf_core(lua_State *L) {
   setup_process();
   lua_newtable(L);
+  pl_open_show(L);        /* the printing metatables: before their users */
   pl_open_attr(L);
   pl_open_event(L);       /* perf.event: first, the others extend it */
   pl_open_group(L);

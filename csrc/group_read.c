@@ -236,6 +236,7 @@ static void table_arg(lua_State *L, int idx, int n, int scaled, int level) {
                                        scaled ? "scaled" : "read", luaL_typename(L, idx)));
   lua_settop(L, idx - 1);
   lua_createtable(L, n, n + 2);
+  pl_show(L, -1, "perf.read");     /* a table of ours: it prints readably */
 }
 
 /* The C readers: plain functions for any group (the prototype metatable),

@@ -72,6 +72,13 @@ void pl_attr_update(lua_State *L, int idx, struct pl_attr *a);
 /* Pushes *a as a table of the fields that are set. */
 void pl_attr_push(lua_State *L, const struct pl_attr *a);
 
+/* ---- printing plain tables (show.c) ---- */
+/* Pushes the metatable `name` that prints a plain table readably. */
+void pl_show_metatable(lua_State *L, const char *name);
+/* Gives the table at idx that metatable. */
+void pl_show(lua_State *L, int idx, const char *name);
+void pl_open_show(lua_State *L);
+
 /* ---- errors (errors.c) ---- */
 const char *pl_errno_name(int err);
 /* Pushes nil, "<what>: <strerror> (<ENAME>)[; <hint>]", err; returns 3.

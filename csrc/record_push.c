@@ -44,6 +44,7 @@ static const char strings_anchor = 0;
 #define S_TYPE(t) (K_COUNT + 1 + (int)(t))            /* t < PL_REC_NTYPES */
 #define S_UNKNOWN (K_COUNT + 1 + PL_REC_NTYPES)
 #define S_CPUMODE(m) (S_UNKNOWN + 1 + (int)(m))       /* m in 0..7 */
+#define S_RECORD_MT (S_CPUMODE(7) + 1)                 /* the records' metatable */
 
 static const char *const cpumode_names[8] = {
   "unknown", "kernel", "user", "hypervisor", "guest_kernel", "guest_user",
@@ -51,7 +52,7 @@ static const char *const cpumode_names[8] = {
 };
 
 void pl_record_push_init(lua_State *L) {
-  lua_createtable(L, S_CPUMODE(7), 0);
+  lua_createtable(L, S_RECORD_MT, 0);
   for (int k = 0; k < K_COUNT; k++) {
     lua_pushstring(L, key_names[k]);
     lua_rawseti(L, -2, k + 1);
@@ -63,6 +64,9 @@ void pl_record_push_init(lua_State *L) {
   }
   lua_pushliteral(L, "unknown");
   lua_rawseti(L, -2, S_UNKNOWN);
+  /* the records' metatable (show.c made it; absent where no core is) */
+  luaL_getmetatable(L, "perf.record");
+  lua_rawseti(L, -2, S_RECORD_MT);
   for (int m = 0; m < 8; m++) {
     lua_pushstring(L, cpumode_names[m]);
     lua_rawseti(L, -2, S_CPUMODE(m));
@@ -534,6 +538,10 @@ void pl_record_push(lua_State *L, const pl_record *r, int status,
   }
   lua_rawgetp(L, LUA_REGISTRYINDEX, &strings_anchor);
   P.s = lua_gettop(L);
+  if (t == 0) {                   /* a table of ours: it prints readably */
+    lua_rawgeti(L, P.s, S_RECORD_MT);
+    lua_setmetatable(L, P.t);
+  }
   const char *name = pl_record_type_name(r->type);
   put_str(&P, K_type, name ? S_TYPE(r->type) : S_UNKNOWN);
   put_int(&P, K_misc, r->misc);

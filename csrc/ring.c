@@ -673,6 +673,7 @@ static int rb_pending(lua_State *L) {
 static int rb_stats(lua_State *L) {
   pl_ring *r = pl_check_ring(L, 1);
   lua_createtable(L, 0, 8);
+  pl_show(L, -1, "perf.ring.stats");
   lua_pushinteger(L, (lua_Integer)r->records); lua_setfield(L, -2, "records");
   lua_pushinteger(L, (lua_Integer)r->lost); lua_setfield(L, -2, "lost");
   lua_pushinteger(L, (lua_Integer)r->lost_samples); lua_setfield(L, -2, "lost_samples");

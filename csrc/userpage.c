@@ -77,6 +77,7 @@ static int ev_userpage(lua_State *L) {
     BARRIER();
   } while (lock_of(pg) != seq);
   lua_createtable(L, 0, 24);
+  pl_show(L, -1, "perf.userpage");
   set_int(L, "version", c.version);
   set_int(L, "compat_version", c.compat_version);
   set_int(L, "lock", seq);

@@ -34,3 +34,46 @@ describe("perf", function()
     assert.is_table(e)
   end)
 end)
+
+describe("plain result tables", function()
+  local function shown(t, name)
+    assert.equal(name, getmetatable(t).__name)
+    local s = tostring(t)
+    assert.equal(name .. " {", s:sub(1, #name + 2))
+    return s
+  end
+
+  it("print readably and stay ordinary tables", function()
+    local a = perf.parse "page-faults:u"
+    assert.equal('perf.attr { config = 2, exclude_hv = true, exclude_kernel = true, '
+      .. 'name = "page-faults:u", type = 1 (software) }', shown(a, "perf.attr"))
+    local n = 0
+    for _ in pairs(a) do n = n + 1 end
+    assert.equal(5, n)                              -- no hidden fields
+    assert.equal(1, a.type)
+    local ev <close> = assert(perf.open(a))          -- still a spec perf.open takes
+    assert.matches("read_format = %d+ %(total_time_enabled|total_time_running|id",
+      shown(ev:attr(), "perf.attr"))
+    local g <close> = assert(perf.group { "task-clock", "page-faults" })
+    assert.matches('%["page%-faults"%] = %d+', shown(g:read(), "perf.read"))
+    local mine = {}
+    assert.equal(mine, g:read(mine))
+    assert.is_nil(getmetatable(mine))               -- a table given is left alone
+    shown(perf.measure({ "task-clock" }, function() end), "perf.measure")
+    shown(assert(perf.stat({ "true" }, { "task-clock" })), "perf.stat")
+    assert.matches("paranoid = %d", shown(perf.capabilities(), "perf.capabilities"))
+    shown(perf.pmus()[1], "perf.pmu")
+    local tp <close> = assert(perf.open { "syscalls:sys_enter_openat", sample_type = { "tid", "raw" } })
+    local rb <close> = assert(tp:mmap(1))
+    assert(tp:enable())
+    assert(io.open("/dev/null")):close()
+    assert(tp:disable())
+    local recs = {}
+    for rec in rb:records() do recs[#recs + 1] = rec end
+    assert.equal(1, #recs)
+    assert.matches('^perf.record { cpumode = "user", misc = %d+, pid = %d+, raw = <%d+ bytes>, '
+      .. 'tid = %d+, type = "sample" }$', shown(recs[1], "perf.record"))
+    assert.matches("records = 1", shown(rb:stats(), "perf.ring.stats"))
+    shown(tp:userpage(), "perf.userpage")
+  end)
+end)

@@ -133,7 +133,7 @@ function M.get()
   local t = copy(cached)
   -- tracefs can be mounted after a failure: never report a stale answer
   t.tracefs, t.why.tracefs = M.tracefs()
-  return t
+  return core.show(t, "perf.capabilities")
 end
 
 return M

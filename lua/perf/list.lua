@@ -285,7 +285,7 @@ function M.pmus()
       for a, b in pairs(v) do i[a] = b end
       t.event_info[k] = i
     end
-    out[#out + 1] = t
+    out[#out + 1] = require("perf.core").show(t, "perf.pmu")
   end
   return out
 end

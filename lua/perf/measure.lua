@@ -181,7 +181,7 @@ local function results(g, over, en0, run0)
   t.overhead = applied
   local notes = g:notes()
   if #notes > 0 then t.notes = notes end
-  return t
+  return require("perf.core").show(t, "perf.measure")
 end
 
 local function deliver(g, over, en0, run0, ok, ...)

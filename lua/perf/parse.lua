@@ -399,7 +399,7 @@ function M.parse(str, level)
   end
   -- not a tail call: the error level counts this frame
   local r = guarded((level or 1) + 1, false, parse_string, str)
-  return r
+  return require("perf.core").show(r, r.group and "perf.attrs" or "perf.attr")
 end
 
 -- The display name of an attr that came without one.

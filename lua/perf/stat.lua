@@ -592,6 +592,7 @@ function M.stat(argv, events, opts)
   ok, r, msg, errno = pcall(run, command, list, opts or {}, target)
   if not ok then error(require("perf").strip_position(r), 2) end
   if not r then return nil, msg, errno end
+  if getmetatable(r) == nil then core.show(r, "perf.stat") end
   return r
 end
 
