@@ -44,6 +44,7 @@ build = {
         "csrc/ring.c",
         "csrc/ring_iter.c",
         "csrc/ringbuf.c",
+        "csrc/show.c",
         "csrc/signal.c",
         "csrc/spawn.c",
         "csrc/userpage.c",
