@@ -3,6 +3,11 @@
 --
 --   lua5.4 examples/tracepoints.lua                              openat(2) calls
 --   lua5.4 examples/tracepoints.lua syscalls:sys_exit_openat     their results
+--   lua5.4 examples/tracepoints.lua sched:sched_switch           its switches
+--
+-- The workload is this script's own: it opens three files, then sleeps
+-- three times in a child (waiting switches it out). A tracepoint that
+-- neither fires gets no sample, and the script says so.
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local perf = require "perf"
@@ -26,6 +31,7 @@ for _, p in ipairs(paths) do
   local f = io.open(p)
   if f then f:close() end
 end
+for _ = 1, 3 do os.execute("sleep 0.01") end
 assert(ev:disable())
 
 print(("\n%d samples; the paths live at %s"):format((ev:read()),
@@ -48,4 +54,9 @@ for rec in rb:records() do
     end
     print(("  cpu %d pid %d: %s"):format(rec.cpu, d.common_pid, table.concat(parts, " ")))
   end
+end
+if (ev:read()) == 0 then
+  print(("no sample: %s did not fire in this process, which only opens files "
+    .. "and waits for a child; count it on a command instead: "
+    .. "bin/perf-lua stat -e %s -- COMMAND"):format(name, name))
 end
