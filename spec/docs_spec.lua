@@ -185,6 +185,27 @@ local function documents()
   return list
 end
 
+describe("the topics", function()
+  it("are each built by make docs and linked from the README", function()
+    local env = {}
+    assert(loadfile("config.ld", "t", env))()
+    local listed = {}
+    for _, path in ipairs(env.topics) do listed[path] = true end
+    local f = assert(io.open("README.md"))
+    local readme = f:read("a")
+    f:close()
+    local found = 0
+    for _, path in ipairs(documents()) do
+      if path ~= "README.md" then
+        found = found + 1
+        assert.is_true(listed[path], path .. " is not in config.ld's topics")
+        assert.truthy(readme:find("](" .. path .. ")", 1, true), path .. " is not linked from README.md")
+      end
+    end
+    assert.equal(#env.topics, found)
+  end)
+end)
+
 describe("the runnable examples", function()
   for _, path in ipairs(documents()) do
     for _, block in ipairs(runnable_blocks(path)) do
