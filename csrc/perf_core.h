@@ -144,6 +144,7 @@ void pl_open_profile_alloc(lua_State *L); /* mode = "alloc": the allocator wrapp
 void pl_open_profile_time(lua_State *L);  /* mode = "off-cpu" and "wall": time weights */
 void pl_open_profile_timer(lua_State *L); /* event = "timer": a CPU-time POSIX timer */
 void pl_open_profile_counters(lua_State *L); /* counters = {...}: deltas per sample */
+void pl_open_perfdata(lua_State *L);    /* perf.core.perfdata_open (perf.data files) */
 
 #pragma GCC visibility pop
 

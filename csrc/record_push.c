@@ -570,3 +570,60 @@ void pl_record_push(lua_State *L, const pl_record *r, int status,
   if (keys) clear_stale(&P, keys);
   lua_settop(L, P.t);     /* drops the strings table; a fresh table stays */
 }
+
+/* ---- sample fields as plain values ---- */
+
+/* the fields samples() can yield, and the sample_type bit each needs */
+#define FIELDS(X) \
+  X(identifier, PL_S_IDENTIFIER) X(ip, PL_S_IP) X(pid, PL_S_TID) \
+  X(tid, PL_S_TID) X(time, PL_S_TIME) X(addr, PL_S_ADDR) X(id, PL_S_ID) \
+  X(stream_id, PL_S_STREAM_ID) X(cpu, PL_S_CPU) X(period, PL_S_PERIOD) \
+  X(weight, PL_S_WEIGHT_TYPE) X(data_src, PL_S_DATA_SRC) \
+  X(transaction, PL_S_TRANSACTION) X(phys_addr, PL_S_PHYS_ADDR) \
+  X(cgroup, PL_S_CGROUP) X(data_page_size, PL_S_DATA_PAGE_SIZE) \
+  X(code_page_size, PL_S_CODE_PAGE_SIZE) X(raw, PL_S_RAW) X(misc, 0) \
+  X(cpumode, 0)
+#define F_ENUM(f, bit) F_##f,
+enum { FIELDS(F_ENUM) F_COUNT };
+const int pl_sample_field_count = F_COUNT;
+#define F_NAME(f, bit) #f,
+const char *const pl_sample_field_names[F_COUNT + 1] = { FIELDS(F_NAME) NULL };
+#define F_BIT(f, bit) bit,
+static const uint64_t field_bits[F_COUNT] = { FIELDS(F_BIT) };
+
+int pl_sample_field_in(int f, uint64_t sample_type) {
+  if ((sample_type & field_bits[f]) == field_bits[f]) return 1;
+  return f == F_id && (sample_type & PL_S_IDENTIFIER);
+}
+
+void pl_sample_field_push(lua_State *L, int f, const pl_record *r) {
+  const pl_sample *s = &r->u.sample;
+  uint64_t v = 0;
+  switch (f) {
+  case F_identifier: v = s->identifier; break;
+  case F_ip: v = s->ip; break;
+  case F_pid: v = s->pid; break;
+  case F_tid: v = s->tid; break;
+  case F_time: v = s->time; break;
+  case F_addr: v = s->addr; break;
+  case F_id: v = (r->layout->sample_type & PL_S_ID) ? s->id : s->identifier; break;
+  case F_stream_id: v = s->stream_id; break;
+  case F_cpu: v = s->cpu; break;
+  case F_period: v = s->period; break;
+  case F_weight: v = s->weight; break;
+  case F_data_src: v = s->data_src; break;
+  case F_transaction: v = s->transaction; break;
+  case F_phys_addr: v = s->phys_addr; break;
+  case F_cgroup: v = s->cgroup; break;
+  case F_data_page_size: v = s->data_page_size; break;
+  case F_code_page_size: v = s->code_page_size; break;
+  case F_misc: v = r->misc; break;
+  case F_raw:
+    lua_pushlstring(L, s->raw.n ? (const char *)s->raw.p : "", s->raw.n);
+    return;
+  case F_cpumode:
+    lua_pushstring(L, cpumode_names[r->misc & PL_MISC_CPUMODE_MASK]);
+    return;
+  }
+  lua_pushinteger(L, (lua_Integer)v);
+}

@@ -38,6 +38,19 @@ void pl_record_push_init(lua_State *L);
 /* Pushes the Lua table for a struct read_format. */
 void pl_readv_push(lua_State *L, const pl_readv *rv);
 
+/*
+** Sample fields by name, for the iterators that yield fields as plain
+** values (rb:samples, file:samples): pl_sample_field_names (NULL-ended,
+** pl_sample_field_count of them; ring.h's pl_sample_field_check finds one
+** by name), pl_sample_field_in (the field is in samples of
+** this sample_type: "id" is also read from "identifier") and the pusher
+** of field f of a decoded sample.
+*/
+extern const char *const pl_sample_field_names[];
+extern const int pl_sample_field_count;
+int pl_sample_field_in(int f, uint64_t sample_type);
+void pl_sample_field_push(lua_State *L, int f, const pl_record *r);
+
 #pragma GCC visibility pop
 
 #endif

@@ -37,22 +37,6 @@
 
 enum { IT_RECORDS, IT_SNAPSHOT, IT_MERGE };
 
-/* sample fields samples() can yield, and the sample_type bit each needs */
-#define FIELDS(X) \
-  X(identifier, PL_S_IDENTIFIER) X(ip, PL_S_IP) X(pid, PL_S_TID) \
-  X(tid, PL_S_TID) X(time, PL_S_TIME) X(addr, PL_S_ADDR) X(id, PL_S_ID) \
-  X(stream_id, PL_S_STREAM_ID) X(cpu, PL_S_CPU) X(period, PL_S_PERIOD) \
-  X(weight, PL_S_WEIGHT_TYPE) X(data_src, PL_S_DATA_SRC) \
-  X(transaction, PL_S_TRANSACTION) X(phys_addr, PL_S_PHYS_ADDR) \
-  X(cgroup, PL_S_CGROUP) X(data_page_size, PL_S_DATA_PAGE_SIZE) \
-  X(code_page_size, PL_S_CODE_PAGE_SIZE) X(raw, PL_S_RAW) X(misc, 0) \
-  X(cpumode, 0)
-#define F_ENUM(f, bit) F_##f,
-enum { FIELDS(F_ENUM) F_COUNT };
-#define F_NAME(f, bit) #f,
-static const char *const field_names[F_COUNT + 1] = { FIELDS(F_NAME) NULL };
-#define F_BIT(f, bit) bit,
-static const uint64_t field_bits[F_COUNT] = { FIELDS(F_BIT) };
 #define MAX_FIELDS 16
 
 static const char *const cpumodes[8] = {
@@ -108,39 +92,6 @@ static int finish(lua_State *L, pl_iter *it) {
   return 1;
 }
 
-/* Pushes one sample field. */
-static void push_field(lua_State *L, int f, const pl_record *r) {
-  const pl_sample *s = &r->u.sample;
-  uint64_t v = 0;
-  switch (f) {
-  case F_identifier: v = s->identifier; break;
-  case F_ip: v = s->ip; break;
-  case F_pid: v = s->pid; break;
-  case F_tid: v = s->tid; break;
-  case F_time: v = s->time; break;
-  case F_addr: v = s->addr; break;
-  case F_id: v = (r->layout->sample_type & PL_S_ID) ? s->id : s->identifier; break;
-  case F_stream_id: v = s->stream_id; break;
-  case F_cpu: v = s->cpu; break;
-  case F_period: v = s->period; break;
-  case F_weight: v = s->weight; break;
-  case F_data_src: v = s->data_src; break;
-  case F_transaction: v = s->transaction; break;
-  case F_phys_addr: v = s->phys_addr; break;
-  case F_cgroup: v = s->cgroup; break;
-  case F_data_page_size: v = s->data_page_size; break;
-  case F_code_page_size: v = s->code_page_size; break;
-  case F_misc: v = r->misc; break;
-  case F_raw:
-    lua_pushlstring(L, s->raw.n ? (const char *)s->raw.p : "", s->raw.n);
-    return;
-  case F_cpumode:
-    lua_pushstring(L, cpumodes[r->misc & PL_MISC_CPUMODE_MASK]);
-    return;
-  }
-  lua_pushinteger(L, (lua_Integer)v);
-}
-
 /* Yields the record the iterator's way: the number of values pushed, or
 ** 0 when samples() passes over a record that is not a sample. */
 static int emit(lua_State *L, pl_iter *it, const pl_record *rec, int status,
@@ -157,7 +108,7 @@ static int emit(lua_State *L, pl_iter *it, const pl_record *rec, int status,
                       why ? ": " : "", why ? why : "");
   }
   luaL_checkstack(L, it->nfields, "too many fields");
-  for (int i = 0; i < it->nfields; i++) push_field(L, it->fields[i], rec);
+  for (int i = 0; i < it->nfields; i++) pl_sample_field_push(L, it->fields[i], rec);
   return it->nfields;
 }
 
@@ -305,6 +256,20 @@ static int push_for(lua_State *L) {
   return 4;
 }
 
+/* The sample field named by the string at idx, or raise with a
+** did-you-mean (shared with file:samples, see ring.h). */
+int pl_sample_field_check(lua_State *L, int idx) {
+  const char *name = luaL_checkstring(L, idx);
+  int f = 0;
+  while (pl_sample_field_names[f] && strcmp(pl_sample_field_names[f], name)) f++;
+  if (!pl_sample_field_names[f]) {
+    const char *near = pl_nearest(name, pl_sample_field_names, (size_t)pl_sample_field_count);
+    luaL_error(L, "samples: no sample field '%s'%s%s%s", name,
+               *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
+  }
+  return f;
+}
+
 /* Reads the field names at first.. into it->fields, checking each against
 ** the sample_type of every layout of the rings given. */
 static void check_fields(lua_State *L, pl_iter *it, int first,
@@ -313,20 +278,12 @@ static void check_fields(lua_State *L, pl_iter *it, int first,
   if (top < first) luaL_error(L, "samples: name at least one field");
   if (top - first + 1 > MAX_FIELDS) luaL_error(L, "samples: at most %d fields", MAX_FIELDS);
   for (int i = first; i <= top; i++) {
-    const char *name = luaL_checkstring(L, i);
-    int f = 0;
-    while (field_names[f] && strcmp(field_names[f], name)) f++;
-    if (!field_names[f]) {
-      const char *near = pl_nearest(name, field_names, F_COUNT);
-      luaL_error(L, "samples: no sample field '%s'%s%s%s", name,
-                 *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
-    }
+    int f = pl_sample_field_check(L, i);
     for (size_t k = 0; k < nrings; k++)
       for (size_t j = 0; j < rings[k]->nlayouts; j++)
-        if ((rings[k]->layouts[j].sample_type & field_bits[f]) != field_bits[f] &&
-            !(f == F_id && (rings[k]->layouts[j].sample_type & PL_S_IDENTIFIER)))
+        if (!pl_sample_field_in(f, rings[k]->layouts[j].sample_type))
           luaL_error(L, "samples: field '%s' is not in the sample_type of "
-                     "every event writing here", field_names[f]);
+                     "every event writing here", pl_sample_field_names[f]);
     it->fields[it->nfields++] = (unsigned char)f;
   }
 }

@@ -306,6 +306,7 @@ local lazy = {
     local profile = require "perf.profile"
     return function(opts) return profile.profiler(perf, opts) end
   end,
+  data = function() return require "perf.data" end,
 }
 
 return setmetatable(perf, {

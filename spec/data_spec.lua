@@ -1,0 +1,357 @@
+-- perf.data: files perf record writes during the run, read back and
+-- compared with what perf script prints for the same file.
+local H = require "helpers"
+local data = require "perf.data"
+local core = require "perf.core"
+
+local PERF = "/usr/bin/perf"
+local have_perf = io.open(PERF) ~= nil
+
+local dir
+local function tmp(name) return dir .. "/" .. name end
+
+local function record(args, out)
+  local ok = os.execute(("%s record -q -o %s %s >/dev/null 2>&1"):format(PERF, out, args))
+  assert(ok, "perf record " .. args)
+  return out
+end
+
+-- perf script's samples: { tid, cpu, time, period, ips = {...} } each.
+-- With a callchain, `ip` prints the chain, one address a line.
+local function script(file, fields, pipe)
+  local cmd = pipe and ("%s script -i - -F %s --ns < %s") or ("%s script -i %s -F %s --ns")
+  cmd = pipe and cmd:format(PERF, fields, file) or cmd:format(PERF, file, fields)
+  local list, cur = {}, nil
+  for line in H.sh(cmd):gmatch("[^\n]*") do
+    local tid, rest = line:match("^%s*(%d+)%s+(.*)$")
+    if tid then
+      cur = { tid = math.tointeger(tid), ips = {} }
+      local cpu = rest:match("^%[(%d+)%]")
+      if cpu then cur.cpu = math.tointeger(cpu) rest = rest:gsub("^%[%d+%]%s*", "") end
+      local s, ns, period, ip = rest:match("^(%d+)%.(%d+):%s+(%d+)%s*(%x*)")
+      cur.time = math.tointeger(s) * 1000000000 + math.tointeger(ns)
+      cur.period = math.tointeger(period)
+      if ip ~= "" then cur.ips[1] = math.tointeger(tonumber(ip, 16)) end
+      list[#list + 1] = cur
+    else
+      local ip = line:match("^%s+(%x+)%s*$")
+      if ip and cur then cur.ips[#cur.ips + 1] = math.tointeger(tonumber(ip, 16)) end
+    end
+  end
+  return list
+end
+
+local function read_all(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write_all(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+  return path
+end
+
+-- the callchain as perf script prints it: addresses without the context
+-- markers (PERF_CONTEXT_MAX and above, read as unsigned)
+local function chain_ips(chain)
+  local ips = {}
+  for _, ip in ipairs(chain) do
+    if type(ip) == "number" and math.ult(ip, -4095) then ips[#ips + 1] = ip end
+  end
+  return ips
+end
+
+describe("perf.data", function()
+  if not have_perf then
+    pending("needs the perf tool at " .. PERF)
+    return
+  end
+
+  setup(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    record("-e syscalls:sys_enter_openat -c 1 -- ls /", tmp("tp.data"))
+    record("-e cpu-clock --sample-cpu -g -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; ls / >/dev/null; sh -c \"echo >/dev/null\"'",
+           tmp("clk.data"))
+    os.execute(("%s record -q -o - -e syscalls:sys_enter_openat -c 1 -- ls / 2>/dev/null >%s")
+      :format(PERF, tmp("pipe.data")))
+    record("-e syscalls:sys_enter_openat,syscalls:sys_enter_close -c 1 -- ls /", tmp("two.data"))
+  end)
+
+  teardown(function()
+    if dir then os.execute("rm -rf " .. dir) end
+  end)
+
+  describe("open", function()
+    it("describes the events and decodes the plain feature sections", function()
+      local f <close> = assert(data.open(tmp("tp.data")))
+      assert.equal(1, #f.attrs)
+      assert.equal("syscalls:sys_enter_openat", f.attrs[1].name)
+      assert.equal(2, f.attrs[1].attr.type)
+      assert.equal(H.tracepoint_id("syscalls", "sys_enter_openat"), f.attrs[1].attr.config)
+      assert.equal(1, f.attrs[1].attr.sample_period)
+      assert.is_true(#f.attrs[1].ids >= 1)
+      local h = f.header
+      assert.equal(H.sh("uname -n"):gsub("\n", ""), h.hostname)
+      assert.equal(H.sh("uname -r"):gsub("\n", ""), h.osrelease)
+      assert.equal(H.sh("uname -m"):gsub("\n", ""), h.arch)
+      assert.equal(tonumber(H.sh("nproc")), h.nrcpus.online)
+      assert.equal(PERF, h.cmdline[1])
+      assert.truthy(table.concat(h.cmdline, " "):find("record", 1, true))
+      assert.equal("syscalls:sys_enter_openat", h.event_desc[1].name)
+      assert.equal("string", type(h.cache))        -- no plain form: raw bytes
+      assert.is_false(f.pipe)
+      assert.matches('perf.data ".-tp.data" %(normal, %d+ records, events: syscalls:sys_enter_openat%)', tostring(f))
+    end)
+
+    it("returns nil, message, errno for a file that cannot be read", function()
+      local msg, errno = H.fails(data.open(tmp("missing.data")))
+      H.assert_has("missing.data", msg)
+      H.assert_has("ENOENT", msg)
+      assert.equal(2, errno)
+    end)
+
+    it("raises on misuse", function()
+      assert.has_error(function() data.open(42) end)
+    end)
+
+    it("closes: close is idempotent, methods raise after it, <close> works", function()
+      local f = assert(data.open(tmp("tp.data")))
+      assert.is_true(f:close())
+      assert.is_true(f:close())
+      assert.has_error(function() f:records() end, "attempt to use a closed perf.data file")
+      assert.matches("closed", tostring(f))
+      do local g <close> = assert(data.open(tmp("tp.data"))) end
+    end)
+  end)
+
+  describe("records", function()
+    it("every tracepoint hit of perf record -c 1, as perf script prints it", function()
+      local want = script(tmp("tp.data"), "tid,cpu,time,ip,period")
+      local f <close> = assert(data.open(tmp("tp.data")))
+      local got = {}
+      for r in f:records() do
+        if r.type == "sample" then
+          got[#got + 1] = r
+          assert.equal("syscalls:sys_enter_openat", r.event)
+          assert.equal("string", type(r.raw))
+        end
+      end
+      assert.is_true(#want > 5)
+      assert.equal(#want, #got)
+      for i, w in ipairs(want) do
+        assert.same({ w.tid, w.cpu, w.time, w.period, w.ips[1] },
+                    { got[i].tid, got[i].cpu, got[i].time, got[i].period, got[i].ip })
+      end
+    end)
+
+    it("cpu-clock with callchains, a command and its children", function()
+      local want = script(tmp("clk.data"), "tid,cpu,time,ip,period")
+      local f <close> = assert(data.open(tmp("clk.data")))
+      local got, tids = {}, {}
+      for r in f:records() do
+        if r.type == "sample" then
+          got[#got + 1] = r
+          tids[r.tid] = true
+          assert.equal("cpu-clock", r.event)
+        end
+      end
+      assert.is_true(#want > 10)
+      assert.equal(#want, #got)
+      local n = 0
+      for _ in pairs(tids) do n = n + 1 end
+      assert.is_true(n >= 1)
+      for i, w in ipairs(want) do
+        local g = got[i]
+        assert.same({ w.tid, w.cpu, w.time, w.period }, { g.tid, g.cpu, g.time, g.period })
+        -- perf script prints a user frame relative to its mapping
+        -- (map_ip: ip - start + pgoff, page-aligned both): the page
+        -- offset is kept, and kernel frames are printed as they are
+        local ips = chain_ips(g.callchain)
+        assert.equal(#w.ips, #ips)
+        for k, ip in ipairs(ips) do
+          if ip < 0 then assert.equal(w.ips[k], ip)
+          else assert.equal(w.ips[k] & 0xfff, ip & 0xfff) end
+        end
+      end
+    end)
+
+    it("samples(field, ...) yields the same values as records()", function()
+      local f <close> = assert(data.open(tmp("clk.data")))
+      local want = {}
+      for r in f:records() do
+        if r.type == "sample" then want[#want + 1] = { r.tid, r.time, r.ip, r.period } end
+      end
+      local got = {}
+      for tid, time, ip, period in f:samples("tid", "time", "ip", "period") do
+        got[#got + 1] = { tid, time, ip, period }
+      end
+      assert.same(want, got)
+      assert.has_error(function() f:samples("addr") end,
+        "samples: field 'addr' is not in the sample_type of every event of this file")
+      assert.has_error(function() f:samples("nosuch") end)
+    end)
+
+    it("a reused table is refilled and cleared between records", function()
+      local f <close> = assert(data.open(tmp("tp.data")))
+      local t, n = {}, 0
+      for r in f:records(t) do
+        if r.type == "sample" then
+          assert.equal(t, r)
+          n = n + 1
+        elseif r.type == "comm" then
+          assert.is_nil(r.ip)
+        end
+      end
+      assert.is_true(n > 5)
+    end)
+
+    it("names the records perf adds itself", function()
+      local f <close> = assert(data.open(tmp("tp.data")))
+      local seen = {}
+      for r in f:records() do seen[r.type] = r end
+      assert.truthy(seen.finished_round)
+      assert.truthy(seen.mmap2 or seen.mmap)
+      assert.truthy(seen.comm)
+      assert.equal("table", type(seen.thread_map.threads))
+      assert.equal("table", type(seen.cpu_map.cpus))
+      assert.equal(#f.attrs[1].ids, #seen.id_index.entries)
+      assert.equal(f.attrs[1].ids[1], seen.id_index.entries[1].id)
+    end)
+
+    it("two events: each record decoded with its attr and named", function()
+      local want = script(tmp("two.data"), "tid,cpu,time,ip,period")
+      local f <close> = assert(data.open(tmp("two.data")))
+      assert.equal(2, #f.attrs)
+      local counts, got = {}, {}
+      for r in f:records() do
+        if r.type == "sample" then
+          counts[r.event] = (counts[r.event] or 0) + 1
+          got[#got + 1] = r
+        end
+      end
+      assert.equal(#want, #got)
+      assert.is_true(counts["syscalls:sys_enter_openat"] > 5)
+      assert.is_true(counts["syscalls:sys_enter_close"] > 5)
+      for i, w in ipairs(want) do
+        assert.same({ w.tid, w.time }, { got[i].tid, got[i].time })
+      end
+    end)
+
+    it("a record from the file equals the one the ring decoder makes of its bytes", function()
+      local s = read_all(tmp("tp.data"))
+      local doff, dsize = string.unpack("<i8i8", s, 41)
+      local f <close> = assert(data.open(tmp("tp.data")))
+      local a = f.attrs[1].attr
+      local layout = { sample_type = a.sample_type, sample_id_all = a.sample_id_all or false }
+      local pos, n = doff + 1, 0
+      for r in f:records() do
+        local size = string.unpack("<I2", s, pos + 6)
+        local bytes = s:sub(pos, pos + size - 1)
+        pos = pos + size
+        if r.type == "sample" or r.type == "comm" or r.type == "mmap2" then
+          local want = core.decode(bytes, layout)
+          r.event = nil
+          assert.same(want, r)
+          n = n + 1
+        end
+      end
+      assert.equal(doff + dsize + 1, pos)
+      assert.is_true(n > 5)
+    end)
+  end)
+
+  describe("pipe mode", function()
+    it("reads perf record -o - output, attrs from its header_attr records", function()
+      local want = script(tmp("pipe.data"), "tid,time,ip,period", true)
+      local f <close> = assert(data.open(tmp("pipe.data")))
+      assert.is_true(f.pipe)
+      assert.equal(1, #f.attrs)
+      assert.equal("syscalls:sys_enter_openat", f.attrs[1].name)
+      assert.equal(H.sh("uname -n"):gsub("\n", ""), f.header.hostname)
+      local got, seen = {}, {}
+      for r in f:records() do
+        seen[r.type] = true
+        if r.type == "sample" then got[#got + 1] = r end
+      end
+      assert.truthy(seen.header_attr)
+      assert.truthy(seen.header_feature)
+      assert.is_true(#want > 5)
+      assert.equal(#want, #got)
+      for i, w in ipairs(want) do
+        assert.same({ w.tid, w.time, w.period, w.ips[1] },
+                    { got[i].tid, got[i].time, got[i].period, got[i].ip })
+      end
+    end)
+  end)
+
+  describe("malformed files", function()
+    it("a truncated file: nil and a message naming the offset", function()
+      local s = read_all(tmp("tp.data"))
+      local doff = string.unpack("<i8", s, 41)
+      for _, cut in ipairs { 0, 8, 15, 16, 60, 103, doff + 4, doff + 30, #s - 1 } do
+        local ok, msg = data.open(write_all(tmp("cut.data"), s:sub(1, cut)))
+        assert.is_nil(ok)
+        assert.matches("offset %d+", msg)
+      end
+    end)
+
+    it("a truncated pipe-mode file", function()
+      local s = read_all(tmp("pipe.data"))
+      local ok, msg = data.open(write_all(tmp("cut.data"), s:sub(1, #s - 3)))
+      assert.is_nil(ok)
+      assert.matches("truncated record.* at offset %d+", msg)
+    end)
+
+    it("refuses the other byte order clearly", function()
+      local s = read_all(tmp("tp.data"))
+      local swapped = s:sub(1, 8):reverse() .. s:sub(9)
+      local ok, msg = data.open(write_all(tmp("be.data"), swapped))
+      assert.is_nil(ok)
+      H.assert_has("other byte order", msg)
+    end)
+
+    it("not a perf.data file", function()
+      local ok, msg = data.open(write_all(tmp("x.data"), ("x"):rep(200)))
+      assert.is_nil(ok)
+      H.assert_has("not a perf.data file", msg)
+    end)
+
+    it("sections pointing outside the file", function()
+      local s = read_all(tmp("tp.data"))
+      for _, at in ipairs { 25, 33, 41, 49 } do       -- attrs and data sections
+        local bad = s:sub(1, at - 1) .. string.pack("<i8", 1 << 40) .. s:sub(at + 8)
+        local ok, msg = data.open(write_all(tmp("bad.data"), bad))
+        assert.is_nil(ok)
+        assert.matches("offset %d+", msg)
+      end
+    end)
+
+    it("random corruption never crashes: a file or nil and a message", function()
+      local s = read_all(tmp("clk.data"))
+      local seed = 12345
+      local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n end
+      for _ = 1, 200 do
+        local b = { s:byte(1, -1) }
+        for _ = 1, 8 do
+          local i = rnd(#b) + 1
+          b[i] = rnd(256)
+        end
+        local chunks = {}
+        for i = 1, #b, 4096 do chunks[#chunks + 1] = string.char(table.unpack(b, i, math.min(i + 4095, #b))) end
+        local f, msg = data.open(write_all(tmp("fuzz.data"), table.concat(chunks)))
+        if f then
+          for r in f:records() do assert.is_string(r.type) end
+          f:close()
+        else
+          assert.is_string(msg)
+        end
+      end
+    end)
+  end)
+end)
