@@ -41,6 +41,16 @@ local function script(file, fields, pipe)
   return list
 end
 
+-- perf script prints samples in time order (it sorts what it reads); the
+-- file holds them in the order each CPU's ring was drained
+local function by_time(list)
+  table.sort(list, function(a, b)
+    if a.time ~= b.time then return a.time < b.time end
+    return (a.cpu or 0) < (b.cpu or 0)
+  end)
+  return list
+end
+
 local function read_all(path)
   local f = assert(io.open(path, "rb"))
   local s = f:read("a")
@@ -144,6 +154,7 @@ describe("perf.data", function()
       end
       assert.is_true(#want > 5)
       assert.equal(#want, #got)
+      by_time(want) by_time(got)
       for i, w in ipairs(want) do
         assert.same({ w.tid, w.cpu, w.time, w.period, w.ips[1] },
                     { got[i].tid, got[i].cpu, got[i].time, got[i].period, got[i].ip })
@@ -163,6 +174,7 @@ describe("perf.data", function()
       end
       assert.is_true(#want > 10)
       assert.equal(#want, #got)
+      by_time(want) by_time(got)
       local n = 0
       for _ in pairs(tids) do n = n + 1 end
       assert.is_true(n >= 1)
@@ -236,6 +248,7 @@ describe("perf.data", function()
         end
       end
       assert.equal(#want, #got)
+      by_time(want) by_time(got)
       assert.is_true(counts["syscalls:sys_enter_openat"] > 5)
       assert.is_true(counts["syscalls:sys_enter_close"] > 5)
       for i, w in ipairs(want) do
@@ -283,6 +296,7 @@ describe("perf.data", function()
       assert.truthy(seen.header_feature)
       assert.is_true(#want > 5)
       assert.equal(#want, #got)
+      by_time(want) by_time(got)
       for i, w in ipairs(want) do
         assert.same({ w.tid, w.time, w.period, w.ips[1] },
                     { got[i].tid, got[i].time, got[i].period, got[i].ip })
