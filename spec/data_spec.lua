@@ -164,33 +164,38 @@ describe("perf.data", function()
     it("cpu-clock with callchains, a command and its children", function()
       local want = script(tmp("clk.data"), "tid,cpu,time,ip,period")
       local f <close> = assert(data.open(tmp("clk.data")))
-      local got, tids = {}, {}
+      local got, forked = {}, {}
       for r in f:records() do
         if r.type == "sample" then
           got[#got + 1] = r
-          tids[r.tid] = true
           assert.equal("cpu-clock", r.event)
+        elseif r.type == "fork" then
+          forked[r.pid] = true
         end
       end
       assert.is_true(#want > 10)
       assert.equal(#want, #got)
       by_time(want) by_time(got)
-      local n = 0
-      for _ in pairs(tids) do n = n + 1 end
-      assert.is_true(n >= 1)
+      local compared = 0
+      local n = 0                      -- the command's children: ls and sh
+      for _ in pairs(forked) do n = n + 1 end
+      assert.is_true(n >= 2)
       for i, w in ipairs(want) do
         local g = got[i]
         assert.same({ w.tid, w.cpu, w.time, w.period }, { g.tid, g.cpu, g.time, g.period })
         -- perf script prints a user frame relative to its mapping
         -- (map_ip: ip - start + pgoff, page-aligned both): the page
         -- offset is kept, and kernel frames are printed as they are
+        -- (perf script prints no chain at all for a sample whose chain it
+        -- could not resolve, e.g. while the command execs)
         local ips = chain_ips(g.callchain)
-        assert.equal(#w.ips, #ips)
-        for k, ip in ipairs(ips) do
+        if #w.ips > 0 then compared = compared + 1 assert.equal(#w.ips, #ips) end
+        for k, ip in ipairs(#w.ips > 0 and ips or {}) do
           if ip < 0 then assert.equal(w.ips[k], ip)
           else assert.equal(w.ips[k] & 0xfff, ip & 0xfff) end
         end
       end
+      assert.is_true(compared > #want // 2)
     end)
 
     it("samples(field, ...) yields the same values as records()", function()
