@@ -100,6 +100,10 @@ int pl_ring_from_bytes(lua_State *L, int bytes_idx, const pl_layout *lays,
 ** register masks, sample_id_all and id. */
 void pl_layout_from_event(const pl_event *ev, pl_layout *l);
 
+/* The sample field (record_push.h) named by the string at idx, or raise
+** with a did-you-mean (ring_iter.c). */
+int pl_sample_field_check(lua_State *L, int idx);
+
 #pragma GCC visibility pop
 
 #endif

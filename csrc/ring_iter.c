@@ -39,11 +39,6 @@ enum { IT_RECORDS, IT_SNAPSHOT, IT_MERGE };
 
 #define MAX_FIELDS 16
 
-static const char *const cpumodes[8] = {
-  "unknown", "kernel", "user", "hypervisor", "guest_kernel", "guest_user",
-  "unknown", "unknown",
-};
-
 typedef struct pl_iter {
   int kind;
   int nfields;                  /* > 0: yield these sample fields as values */
