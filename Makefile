@@ -128,7 +128,7 @@ FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Icsrc \
              -Wall -Wextra -pedantic -Wmissing-prototypes -Wshadow \
              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
-.PHONY: fuzz fuzz-push fuzz-short fuzz-deps
+.PHONY: fuzz fuzz-push fuzz-perfdata fuzz-short fuzz-deps
 
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEBIAN_PKGS="$(FUZZ_PKGS)"
@@ -141,6 +141,20 @@ fuzz: fuzz-deps
 	$(MAKE) build/fuzz_decode
 	@mkdir -p fuzz/corpus
 	build/fuzz_decode -runs=$(FUZZ_RUNS) -print_final_stats=1 fuzz/corpus fuzz/seeds
+	$(MAKE) fuzz-perfdata
+
+# the perf.data reader: whole files (seeds written by perf record) opened
+# through perf.core.perfdata_open, every record pushed. Each run builds
+# Lua tables, so it runs fewer inputs than the decoder target.
+FUZZ_DATA_RUNS ?= 200000
+build/fuzz_perfdata: fuzz/fuzz_perfdata.c $(SRCS) $(HDRS)
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_FLAGS) -I$(LUA_INCDIR) -o $@ fuzz/fuzz_perfdata.c $(SRCS) -llua5.4 -ldl
+
+fuzz-perfdata: fuzz-deps
+	$(MAKE) build/fuzz_perfdata
+	@mkdir -p fuzz/corpus-perfdata
+	build/fuzz_perfdata -runs=$(FUZZ_DATA_RUNS) -max_len=65536 -print_final_stats=1 fuzz/corpus-perfdata fuzz/seeds-perfdata
 
 build/fuzz_push: $(FUZZ_PUSH_SRCS) csrc/decode.h csrc/read_format.h csrc/record_push.h fuzz/fuzz_input.h
 	@mkdir -p build
@@ -152,7 +166,7 @@ fuzz-push: fuzz-deps
 	build/fuzz_push -runs=$(FUZZ_RUNS) -print_final_stats=1 fuzz/corpus-push fuzz/seeds
 
 fuzz-short:
-	$(MAKE) fuzz FUZZ_RUNS=300000
+	$(MAKE) fuzz FUZZ_RUNS=300000 FUZZ_DATA_RUNS=20000
 	$(MAKE) fuzz-push FUZZ_RUNS=100000
 
 # ---- ring buffer: benchmark (root; see bench/ring.lua) ----
