@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -791,6 +792,53 @@ static int f_samples(lua_State *L) {
   return push_for(L);
 }
 
+/* ---- writing: what perf.data_writer needs from C ---- */
+
+/* perf.core.perfdata_attr(ev) -> the event's perf_event_attr as opened
+** (bytes, size field set), its id */
+static int l_attr(lua_State *L) {
+  pl_event *ev = pl_check_event(L, 1);
+  struct pl_attr a = ev->attr;
+  /* the smallest size that holds what is set: perf tools older than the
+  ** running kernel refuse an attr larger than theirs ("more recent ABI")
+  ** even when its extra fields are zero */
+  size_t size = sizeof a;
+  while (size > ATTR_SIZE_VER0 && pl_u64at((const unsigned char *)&a + size - 8) == 0)
+    size -= 8;
+  static const size_t sizes[] = { 64, 72, 80, 96, 104, 112, 120, 128, 136 };  /* VER0..VER8 */
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    if (sizes[i] >= size) { size = sizes[i]; break; }
+  a.size = (uint32_t)size;
+  uint64_t id = ev->id;
+  if (!id && ioctl(ev->fd, PERF_EVENT_IOC_ID, &id) < 0)
+    return pl_fail(L, errno, "PERF_EVENT_IOC_ID", NULL);
+  ev->id = id;
+  lua_pushlstring(L, (const char *)&a, size);
+  lua_pushinteger(L, (lua_Integer)id);
+  return 2;
+}
+
+/* perf.core.perfdata_scan(bytes) -> samples, lost, records: counts of a
+** stream of kernel records (as rb:raw() gives them) */
+static int l_scan(lua_State *L) {
+  size_t len;
+  const unsigned char *p = (const unsigned char *)luaL_checklstring(L, 1, &len);
+  uint64_t samples = 0, lost = 0, n = 0;
+  for (size_t off = 0; len - off >= 8;) {
+    size_t size = pl_u16at(p + off + 6);
+    if (size < 8 || size > len - off) break;
+    uint32_t type = pl_u32at(p + off);
+    if (type == PL_REC_SAMPLE) samples++;
+    else if (type == PL_REC_LOST && size >= 24) lost += pl_u64at(p + off + 16);
+    off += size;
+    n++;
+  }
+  lua_pushinteger(L, (lua_Integer)samples);
+  lua_pushinteger(L, (lua_Integer)lost);
+  lua_pushinteger(L, (lua_Integer)n);
+  return 3;
+}
+
 void pl_open_perfdata(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"info", f_info}, {"set_names", f_set_names}, {"records", f_records},
@@ -813,4 +861,8 @@ void pl_open_perfdata(lua_State *L) {
   lua_pop(L, 1);
   lua_pushcfunction(L, l_open);
   lua_setfield(L, -2, "perfdata_open");
+  lua_pushcfunction(L, l_attr);
+  lua_setfield(L, -2, "perfdata_attr");
+  lua_pushcfunction(L, l_scan);
+  lua_setfield(L, -2, "perfdata_scan");
 }

@@ -214,6 +214,11 @@ function M.open(path)
   }, File)
 end
 
+--- perf.data.writer(path, events) -> writer | nil, msg, errno (perf.data_writer)
+function M.writer(path, events)
+  return require("perf.data_writer").writer(path, events)
+end
+
 local function handle(self)
   local h = rawget(self, "_h")
   if not h then error("attempt to use a closed perf.data file", 3) end

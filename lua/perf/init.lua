@@ -307,6 +307,10 @@ local lazy = {
     return function(opts) return profile.profiler(perf, opts) end
   end,
   data = function() return require "perf.data" end,
+  record = function()
+    local record = require "perf.record"
+    return function(argv, events, opts) return record.record(perf, argv, events, opts) end
+  end,
 }
 
 return setmetatable(perf, {

@@ -634,4 +634,7 @@ function Profile:__tostring()
   return self:report()
 end
 
+-- whether an attr is sampled by frequency by default (perf.record too)
+M.by_frequency = by_frequency
+
 return M

@@ -1,0 +1,231 @@
+--- Documented on the perf page.
+-- @submodule perf
+
+-- perf.record: sample a command and its children, as perf record does.
+--
+--   local r = assert(perf.record({ "ls", "-l" }, "cpu-clock", { output = "ls.data" }))
+--   print(r)        --> perf.record: 12 samples of cpu-clock (0 lost), exit 0, 0.004 s, ls.data
+--
+-- The command is forked and waits until the events are open: one event
+-- per CPU for each event asked for (inherit, enable_on_exec), each CPU
+-- with its own ring, as perf record without -a. The first event also
+-- follows the tasks (comm, mmap2, fork and exit records); what ran before
+-- the exec (the forked child) is written as comm and mmap2 records taken
+-- from /proc, and the kernel's text as perf's "[kernel.kallsyms]_text"
+-- map, so perf report names every sample. With `output`, the records go
+-- to a perf.data file (perf.data_writer); without, they are only counted.
+local core = require "perf.core"
+local writer = require "perf.data_writer"
+local nearest = require "perf.nearest"
+
+local M = {}
+
+local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
+               all_cpus = true, cpus = true, freq = true, period = true,
+               sample_type = true, callchain = true, output = true, pages = true }
+local DEFAULT_FREQ = 999
+local BASE_SAMPLE_TYPE = { "identifier", "ip", "tid", "time", "cpu", "period" }
+
+local Result = {}
+Result.__index = Result
+Result.__name = "perf.record"
+function Result:__tostring()
+  local status = self.signal and ("killed by %s"):format(self.signal) or ("exit %s"):format(tostring(self.status))
+  return ("perf.record: %d samples of %s (%d lost), %s, %.3f s%s"):format(
+    self.samples, table.concat(self.events, ", "), self.lost, status,
+    (self.elapsed or 0) / 1e9, self.output and (", " .. self.output) or "")
+end
+
+local function check_opts(opts)
+  local names = {}
+  for k in pairs(OPTS) do names[#names + 1] = k end
+  for k in pairs(opts) do
+    if not OPTS[k] then
+      error(("perf.record: unknown option '%s'%s"):format(tostring(k), nearest.hint(tostring(k), names)), 3)
+    end
+  end
+  for _, k in ipairs { "freq", "period" } do
+    local v = opts[k]
+    if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
+      error(("perf.record: %s must be a positive integer, got %s"):format(k, tostring(v)), 3)
+    end
+  end
+  if opts.freq and opts.period then error("perf.record: give freq or period, not both", 3) end
+end
+
+local function event_list(events)
+  if type(events) == "string" then
+    local list = {}
+    for e in events:gmatch("[^,]+") do list[#list + 1] = e end
+    return list
+  end
+  if type(events) ~= "table" or #events == 0 then
+    error("perf.record: events must be a string or a list of events", 3)
+  end
+  return events
+end
+
+-- The spec perf.open takes for event e, sampling as perf record would.
+local function spec_of(perf, e, opts, first)
+  local attr = type(e) == "string" and perf.parse(e) or e
+  local spec = {}
+  for k, v in pairs(attr) do spec[k] = v end
+  local sample_type = {}
+  for _, s in ipairs(BASE_SAMPLE_TYPE) do sample_type[#sample_type + 1] = s end
+  if opts.callchain then sample_type[#sample_type + 1] = "callchain" end
+  if attr.type == 2 or attr.type == "tracepoint" then   -- the fields, as perf record
+    sample_type[#sample_type + 1] = "raw"
+  end
+  for _, s in ipairs(opts.sample_type or {}) do sample_type[#sample_type + 1] = s end
+  spec.sample_type = sample_type
+  if opts.period then
+    spec.sample_period, spec.freq = opts.period, false
+  elseif opts.freq or require("perf.profile").by_frequency(attr) then
+    spec.sample_freq, spec.freq = opts.freq or DEFAULT_FREQ, true
+  else
+    spec.sample_period, spec.freq = 1, false     -- every hit, as perf record
+  end
+  spec.sample_id_all = true
+  spec.inherit = opts.inherit ~= false and not opts.all_cpus
+  spec.enable_on_exec = not opts.all_cpus
+  spec.disabled = true
+  if first then
+    spec.mmap, spec.mmap2, spec.comm, spec.comm_exec, spec.task = true, true, true, true, true
+  end
+  return spec, type(e) == "string" and e or perf.name_of and perf.name_of(attr) or "event"
+end
+
+local function close_all(sets)
+  for i = #sets, 1, -1 do sets[i]:close() end
+end
+
+-- all the process ids in /proc
+local function processes()
+  local list = {}
+  local p = io.popen("ls /proc 2>/dev/null")
+  for name in p:lines() do
+    if name:match("^%d+$") then list[#list + 1] = math.tointeger(tonumber(name)) end
+  end
+  p:close()
+  return list
+end
+
+--- Runs a command and samples it and its children on every CPU, as
+-- `perf record`; with `output`, writes a perf.data file perf reads.
+-- @tparam {string,...} argv the command (argv[1] looked up in PATH)
+-- @param events an event string ("cpu-clock", "a,b"), or a list of events
+-- (strings or attr tables)
+-- @tparam[opt] table opts `freq` or `period` (default: 999 Hz for clocks
+-- and hardware events, every hit for tracepoints and the other software
+-- events), `callchain` (boolean), `sample_type` (extra fields), `output`
+-- (a perf.data path), `inherit` (default true), `all_cpus`, `cpus`,
+-- `pages` (ring pages per CPU, default 64), `stdin`/`stdout`/`stderr`
+-- @treturn table `samples`, `lost`, `status` (exit code or signal name),
+-- `signal`, `elapsed` (ns), `output`, `events`; prints in one line
+-- @return[2] nil, message, errno when the command or an event cannot start
+-- @raise misuse: unknown options (with a did-you-mean), freq with period
+-- @usage
+-- local r = assert(perf.record({ "ls", "/" }, "syscalls:sys_enter_openat",
+--   { stdout = "/dev/null", output = "/tmp/ls.data" }))
+-- print(r)   --> perf.record: 34 samples of syscalls:sys_enter_openat (0 lost), exit 0, ...
+-- @function record
+function M.record(perf, argv, events, opts)
+  if type(argv) ~= "table" or type(argv[1]) ~= "string" then
+    error("perf.record: argv must be a list of strings (the command)", 2)
+  end
+  opts = opts or {}
+  check_opts(opts)
+  local list = event_list(events)
+  local child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
+  if not child then return nil, "perf.record: " .. msg, errno end
+  local child_ <close> = child
+  local pid = child:pid()
+  local sets, names, all, rings = {}, {}, { rings = {} }, {}
+  local target = { pid = opts.all_cpus and -1 or pid }
+  if opts.cpus then
+    target.cpus = type(opts.cpus) == "string" and perf.cpus.parse_list(opts.cpus) or opts.cpus
+  end
+  for i, e in ipairs(list) do
+    local spec, name = spec_of(perf, e, opts, i == 1)
+    local set
+    set, msg, errno = perf.cpus.open(spec, target)
+    if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
+    sets[#sets + 1], names[#names + 1] = set, name
+    local ok
+    ok, msg, errno = set:mmap(opts.pages or 64)
+    if not ok then close_all(sets) return nil, "perf.record: " .. msg, errno end
+    for k = 1, #set do all[#all + 1] = set[k] end
+    for _, rb in ipairs(set.rings) do rings[#rings + 1] = rb end
+  end
+  all.rings = rings
+  local w
+  local samples, lost = 0, 0
+  local function fail(m, e)
+    if w then w:close() end
+    close_all(sets)
+    return nil, "perf.record: " .. m, e
+  end
+  if opts.output then
+    w, msg, errno = writer.writer(opts.output, all)
+    if not w then close_all(sets) return nil, msg, errno end
+    local ok = w:synthesize_kernel()
+    if ok and opts.all_cpus then
+      for _, p in ipairs(processes()) do w:synthesize(p) end
+    elseif ok then
+      ok, msg, errno = w:synthesize(pid)
+    end
+    if not ok then return fail(msg, errno) end
+  end
+  local function drain()
+    if w then return w:write(all) end
+    for _, rb in ipairs(rings) do
+      local s, l = core.perfdata_scan(rb:raw())
+      samples, lost = samples + s, lost + l
+    end
+    return true
+  end
+  if opts.all_cpus then
+    for _, set in ipairs(sets) do set:enable() end
+  end
+  local ok
+  ok, msg, errno = child:start()
+  if not ok then return fail(msg, errno) end
+  local res
+  while true do
+    local ready, pmsg = core.poll(rings, 200)
+    ok, msg, errno = drain()
+    if not ok then return fail(msg, errno) end
+    if opts.all_cpus then
+      res, msg, errno = child:wait(0)
+      if res == nil then return fail(msg, errno) end
+      if res then break end
+    elseif ready == nil and pmsg == "hangup" then
+      break
+    end
+  end
+  if not res then
+    res, msg, errno = child:wait()
+    if not res then return fail(msg, errno) end
+  end
+  if opts.all_cpus then
+    for _, set in ipairs(sets) do set:disable() end
+  end
+  ok, msg, errno = drain()
+  if not ok then return fail(msg, errno) end
+  local r = setmetatable({ events = names }, Result)
+  for k, v in pairs(res) do r[k] = v end
+  if w then
+    samples, lost = w.samples, w.lost
+    local cmdline = { "perf-lua", "record" }
+    for _, a in ipairs(argv) do cmdline[#cmdline + 1] = a end
+    ok, msg, errno = w:close(cmdline)
+    w = nil
+    if not ok then return fail(msg, errno) end
+    r.output = opts.output
+  end
+  close_all(sets)
+  r.samples, r.lost = samples, lost
+  return r
+end
+
+return M

@@ -1,0 +1,50 @@
+-- perf.data_writer: events opened by hand, written to a file perf reads.
+local H = require "helpers"
+local perf = require "perf"
+
+local PERF = "/usr/bin/perf"
+
+describe("perf.data.writer", function()
+  if not io.open(PERF) then
+    pending("needs the perf tool at " .. PERF)
+    return
+  end
+
+  it("drains a perf.cpus set into a file perf script reads", function()
+    local path = os.tmpname()
+    local set <close> = assert(perf.cpus.open({ "syscalls:sys_enter_openat", sample_period = 1,
+      sample_type = { "identifier", "ip", "tid", "time", "cpu", "period" },
+      sample_id_all = true, comm = true, mmap2 = true }, { pid = 0 }))
+    assert(set:mmap(16))
+    local w = assert(perf.data.writer(path, set))
+    assert(w:synthesize(H.PID))
+    assert(set:enable())
+    for _ = 1, 25 do io.open("/etc/hostname"):close() end
+    assert(set:disable())
+    assert(w:write(set))
+    assert.equal(25, w.samples)
+    assert.matches("perf.data.writer .- %(open, 25 samples", tostring(w))
+    assert.is_true(w:close())
+    assert.is_true(w:close())
+    assert.has_error(function() w:write(set) end, "attempt to use a closed perf.data writer")
+    local out = H.sh(("%s script -i %s -F tid,event 2>&1"):format(PERF, path))
+    assert.equal(25, select(2, out:gsub("sys_enter_openat", "")))
+    assert.equal(25, select(2, out:gsub(tostring(H.PID), "")))
+    local f <close> = assert(perf.data.open(path))
+    assert.equal(1, #f.attrs)
+    assert.equal(#set, #f.attrs[1].ids)
+    assert.equal("syscalls:sys_enter_openat", f.attrs[1].name)
+    local comm
+    for r in f:records() do if r.type == "comm" and r.pid == H.PID then comm = r.comm end end
+    assert.equal(H.sh("cat /proc/" .. H.PID .. "/comm"):gsub("\n", ""), comm)
+    os.remove(path)
+  end)
+
+  it("raises on misuse and fails on an unwritable path", function()
+    assert.has_error(function() perf.data.writer(1, {}) end)
+    assert.has_error(function() perf.data.writer("/tmp/x.data", {}) end)
+    local ev <close> = assert(perf.open("task-clock"))
+    local msg = H.fails(perf.data.writer("/nonexistent/dir/x.data", { ev }))
+    H.assert_has("perf.data.writer", msg)
+  end)
+end)

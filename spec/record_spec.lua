@@ -1,0 +1,135 @@
+-- perf.record: a command sampled on every CPU, checked against perf stat's
+-- exact counts and, for the files it writes, against perf report and
+-- perf script reading them and a perf record of the same work.
+local H = require "helpers"
+local perf = require "perf"
+
+local PERF = "/usr/bin/perf"
+local have_perf = io.open(PERF) ~= nil
+
+local dir
+local function tmp(name) return dir .. "/" .. name end
+
+-- the output of a shell command: stdout and stderr apart
+local function run(cmd)
+  local err = tmp("stderr")
+  local out = H.sh(("%s 2>%s"):format(cmd, err))
+  local f = io.open(err)
+  local e = f and f:read("a") or ""
+  if f then f:close() end
+  return out, e
+end
+
+-- perf report's rows, sorted by comm and dso: { ["comm dso"] = percent }
+local function report_rows(file)
+  local out, err = run(("%s report -i %s --stdio --no-children --sort comm,dso -g none"):format(PERF, file))
+  local rows = {}
+  for pct, comm, dso in out:gmatch("\n%s*([%d.]+)%%%s+(%S+)%s+(%S+)") do
+    rows[comm .. " " .. dso] = tonumber(pct)
+  end
+  return rows, err
+end
+
+describe("perf.record", function()
+  setup(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+  end)
+  teardown(function()
+    if dir then os.execute("rm -rf " .. dir) end
+  end)
+
+  it("samples every hit of a tracepoint, as perf record does", function()
+    local st = assert(perf.stat({ "ls", "/" }, "syscalls:sys_enter_openat", { stdout = "/dev/null" }))
+    local r = assert(perf.record({ "ls", "/" }, "syscalls:sys_enter_openat", { stdout = "/dev/null" }))
+    assert.is_true(st["syscalls:sys_enter_openat"] > 5)
+    assert.equal(st["syscalls:sys_enter_openat"], r.samples)
+    assert.equal(0, r.lost)
+    assert.equal(0, r.status)
+    assert.matches("^perf.record: %d+ samples of syscalls:sys_enter_openat %(0 lost%), exit 0", tostring(r))
+  end)
+
+  it("every page fault too (a software event other than the clocks)", function()
+    local st = assert(perf.stat({ "ls", "/" }, "page-faults", { stdout = "/dev/null" }))
+    local r = assert(perf.record({ "ls", "/" }, "page-faults", { stdout = "/dev/null" }))
+    -- the same binary faults alike, give or take a few pages
+    assert.is_true(r.samples > 20)
+    assert.is_true(math.abs(r.samples - st["page-faults"]) <= st["page-faults"] // 5)
+  end)
+
+  it("exits as the command did: a signal by its name", function()
+    local r = assert(perf.record({ "sh", "-c", "kill -9 $$" }, "cpu-clock"))
+    assert.equal("SIGKILL", r.signal)
+    assert.matches("killed by SIGKILL", tostring(r))
+    r = assert(perf.record({ "sh", "-c", "exit 3" }, "cpu-clock"))
+    assert.equal(3, r.status)
+  end)
+
+  it("fails cleanly: a missing command, an event this machine lacks, misuse", function()
+    local msg = H.fails(perf.record({ "/nonexistent/cmd" }, "cpu-clock"))
+    H.assert_has("perf.record", msg)
+    msg = H.fails(perf.record({ "true" }, "cycles"))
+    H.assert_has("cycles", msg)
+    assert.has_error(function() perf.record({ "true" }, "cpu-clock", { outptu = "x" }) end,
+      "perf.record: unknown option 'outptu' (did you mean output?)")
+    assert.has_error(function() perf.record("true", "cpu-clock") end)
+    assert.has_error(function() perf.record({ "true" }, "cpu-clock", { freq = 10, period = 10 }) end)
+  end)
+
+  describe("output", function()
+    if not have_perf then
+      pending("needs the perf tool at " .. PERF)
+      return
+    end
+
+    it("writes a perf.data file perf script and perf.data.open read, every sample", function()
+      local file = tmp("tp.data")
+      local r = assert(perf.record({ "ls", "/" }, "syscalls:sys_enter_openat",
+                                   { stdout = "/dev/null", output = file }))
+      assert.equal(file, r.output)
+      local out, err = run(("%s script -i %s -F tid,time,event"):format(PERF, file))
+      assert.equal("", err)
+      local n = select(2, out:gsub("sys_enter_openat", ""))
+      assert.equal(r.samples, n)
+      local f <close> = assert(perf.data.open(file))
+      assert.equal("syscalls:sys_enter_openat", f.attrs[1].name)
+      local m = 0
+      for _ in f:samples("tid") do m = m + 1 end
+      assert.equal(r.samples, m)
+      assert.equal(H.sh("uname -n"):gsub("\n", ""), f.header.hostname)
+      assert.same({ "perf-lua", "record", "ls", "/" }, f.header.cmdline)
+    end)
+
+    it("perf report shows the commands and DSOs a perf record of the same work shows", function()
+      local work = "dd if=/dev/zero of=/dev/null bs=64k count=40000"
+      local argv = {}
+      for w in work:gmatch("%S+") do argv[#argv + 1] = w end
+      local mine = tmp("mine.data")
+      local r = assert(perf.record(argv, "cpu-clock", { stderr = "/dev/null", output = mine, callchain = true }))
+      assert.is_true(r.samples > 20)
+      os.execute(("%s record -q -g -F 999 -e cpu-clock -o %s -- %s 2>/dev/null"):format(PERF, tmp("theirs.data"), work))
+      local rows, err = report_rows(mine)
+      assert.equal("", err)
+      local theirs = report_rows(tmp("theirs.data"))
+      -- the rows above 10% in perf's file are there in ours, and the
+      -- other way round
+      for k, pct in pairs(theirs) do
+        if pct > 10 then assert.truthy(rows[k], k .. " missing from perf report of our file") end
+      end
+      for k, pct in pairs(rows) do
+        if pct > 10 then assert.truthy(theirs[k], k .. " not in perf record's file") end
+      end
+      assert.truthy(rows["dd [kernel.kallsyms]"])
+      -- kernel symbols named alike: the hottest of ours is one perf names too
+      local sym = H.sh(("%s report -i %s --stdio --no-children --sort sym -g none 2>/dev/null"):format(PERF, mine))
+        :match("\n%s*[%d.]+%%%s+%[k%]%s+(%S+)")
+      assert.truthy(sym)
+      local all = H.sh(("%s report -i %s --stdio --no-children --sort sym -g none 2>/dev/null"):format(PERF, tmp("theirs.data")))
+      assert.truthy(all:find(sym, 1, true), sym)
+      -- and perf script reads the callchains without a word on stderr
+      local _, serr = run(("%s script -i %s"):format(PERF, mine))
+      assert.equal("", serr)
+    end)
+  end)
+end)
