@@ -1,9 +1,12 @@
 -- examples/record.lua: the start of a profiler.
 --
---   lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-a] [-- command args...]
+--   lua5.4 examples/record.lua [-F hz | -c period] [-e event] [-g] [-o file] [-n top] [-a] [-- command args...]
 --
--- Samples a command and its children (or, with no command, a little Lua
--- workload in this process) on every CPU, then prints what was hot: samples
+-- A thin front of perf.record: samples a command and its children (or,
+-- with no command, a little Lua workload in a Lua interpreter) on every
+-- CPU, every hit of a tracepoint or software event (as perf record), 999
+-- Hz for the clocks; with -o, the perf.data file is kept for perf report
+-- and perf script. Then it reads the file back and prints what was hot: samples
 -- per command/thread, per DSO, and per symbol, as perf report does. User
 -- ips are placed in their files from the mmap2 records the kernel wrote
 -- while the command ran and named from the files' symbol tables
@@ -14,12 +17,11 @@
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local perf = require "perf"
-local cpus = require "perf.cpus"
 local elf = require "perf.elf"
 local kallsyms = require "perf.kallsyms"
 
 -- ---- options ----
-local opts = { hz = 999, event = "cpu-clock", top = 10, all = false }
+local opts = { event = "cpu-clock", top = 10, all = false }
 local cmd = {}
 do
   local i = 1
@@ -29,45 +31,50 @@ do
       table.move(arg, i + 1, #arg, 1, cmd)
       break
     elseif a == "-F" then opts.hz = math.tointeger(tonumber(arg[i + 1])); i = i + 1
+    elseif a == "-c" then opts.period = math.tointeger(tonumber(arg[i + 1])); i = i + 1
+    elseif a == "-o" then opts.output = arg[i + 1]; i = i + 1
+    elseif a == "-g" then opts.callchain = true
     elseif a == "-e" then opts.event = arg[i + 1]; i = i + 1
     elseif a == "-n" then opts.top = math.tointeger(tonumber(arg[i + 1])); i = i + 1
     elseif a == "-a" then opts.all = true
     else
-      io.stderr:write("usage: lua5.4 examples/record.lua [-F hz] [-e event] [-n top] [-a] [-- command args...]\n")
+      io.stderr:write("usage: lua5.4 examples/record.lua [-F hz | -c period] [-e event] [-g] [-o file] [-n top] [-a] [-- command args...]\n")
       os.exit(2)
     end
     i = i + 1
   end
 end
 
--- ---- the target: a child waiting to exec, or this process ----
-local pid, child, self_mode = nil, nil, #cmd == 0
-if self_mode then
-  local f = assert(io.open("/proc/self/stat"))
-  pid = math.tointeger(f:read("n"))
-  f:close()
-else
-  -- the child waits before its exec until the events are open; they start
-  -- counting at its exec (enable_on_exec), as perf record's do
-  local msg
-  child, msg = perf.core.spawn(cmd)
-  if not child then
-    io.stderr:write(msg, "\n")
-    os.exit(1)
-  end
-  pid = child:pid()
-end
-
-if opts.all and self_mode then
+-- ---- record ----
+if opts.all and #cmd == 0 then
   io.stderr:write("record.lua: -a samples the whole system while a command runs: give one\n")
   os.exit(2)
 end
-local spec = { opts.event, freq = true, sample_freq = opts.hz,
-               sample_type = { "identifier", "ip", "tid", "time", "cpu", "period" },
-               sample_id_all = true, mmap = true, mmap2 = true, comm = true,
-               task = true, inherit = not opts.all, enable_on_exec = not self_mode and not opts.all }
-local set = assert(cpus.open(spec, { pid = opts.all and -1 or pid }))
-assert(set:mmap(64))
+local self_mode = #cmd == 0
+if self_mode then
+  -- the workload: string building, sorting, a few table-heavy loops
+  cmd = { arg[-1] or "lua5.4", "-e", [[
+    local deadline, n = os.clock() + 1, 0
+    while os.clock() < deadline do
+      local t = {}
+      for i = 1, 2000 do t[i] = ("%08x"):format((i * 2654435761) % 2^32) end
+      table.sort(t)
+      n = n + #table.concat(t)
+    end]] }
+end
+local path = opts.output or os.tmpname()
+local r, msg = perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
+  callchain = opts.callchain, all_cpus = opts.all, output = path })
+if not r then
+  if not opts.output then os.remove(path) end
+  io.stderr:write((msg:gsub("^perf%.record: ", "")), "\n")
+  os.exit(1)
+end
+local file = assert(perf.data.open(path))
+if not opts.output then os.remove(path) end
+local attr = file.attrs[1].attr
+local rate = attr.freq and ("at %d Hz"):format(attr.sample_freq)
+  or attr.sample_period == 1 and "at every hit" or ("every %d"):format(attr.sample_period)
 
 -- ---- what the records say ----
 local comm = {}            -- tid -> command name
@@ -126,7 +133,7 @@ end
 
 local rec_t = {}
 local function consume()
-  for r in set:records(rec_t) do
+  for r in file:records(rec_t) do
     local ty = r.type
     if ty == "sample" then
       samples = samples + 1
@@ -154,52 +161,12 @@ local function consume()
   end
 end
 
--- ---- run ----
-local function start_child()
-  local ok, msg = child:start()
-  if not ok then
-    io.stderr:write(msg, "\n")
-    os.exit(1)
-  end
-end
-
-if self_mode then
-  read_maps(pid)
-  local f = assert(io.open("/proc/self/comm"))
-  comm[pid] = f:read("l")
-  f:close()
-  set:enable()
-  -- the workload: string building, sorting, a few table-heavy loops
-  local deadline = os.clock() + 1
-  local n = 0
-  while os.clock() < deadline do
-    local t = {}
-    for i = 1, 2000 do t[i] = ("%08x"):format((i * 2654435761) % 2^32) end
-    table.sort(t)
-    n = n + #table.concat(t)
-    consume()
-  end
-  set:disable()
-  consume()
-elseif opts.all then
-  set:enable()                             -- from here, as perf record -a
-  start_child()
-  repeat consume() until child:wait(100)   -- CPU-wide events never hang up
-  set:disable()
-  consume()
-else
-  start_child()
-  while true do
-    local ready = set:poll(200)
-    consume()
-    if ready == nil then break end         -- hangup: the command exited
-  end
-  child:wait()
-end
+consume()
 
 -- ---- report ----
-local lost = set:lost()
-set:close()
+local lost = r.lost
+local ncpus = #file.attrs[1].ids
+file:close()
 
 local function report(title, t)
   local rows = {}
@@ -211,20 +178,27 @@ local function report(title, t)
   end
 end
 
-print(("%d samples of %s at %d Hz on %d CPUs over %.2f s, %d lost")
-  :format(samples, opts.event, opts.hz, #set, ((t_last or 0) - (t_first or 0)) / 1e9, lost))
-if samples == 0 then return end
+print(("%d samples of %s %s on %d CPUs over %.2f s, %d lost")
+  :format(samples, opts.event, rate, ncpus, ((t_last or 0) - (t_first or 0)) / 1e9, lost))
+if opts.output then print(("written to %s (perf report -i %s)"):format(opts.output, opts.output)) end
+-- the command's exit status: 128 + the signal's number, as perf-lua stat
+local function exit()
+  if r.signo then os.exit(128 + r.signo) end
+  if math.type(r.status) == "integer" and r.status ~= 0 then os.exit(r.status) end
+end
+if samples == 0 then exit() return end
 report("by command pid/tid:", by_thread)
 report("by DSO:", by_dso)
 -- ---- symbols: each distinct place named once ----
 local ks = kallsyms.load()              -- nil where kernel addresses are hidden
 local files = {}                        -- path -> perf.elf object or false
 
+local width
 local function symbol(path, off)
   local dso = path:match("[^/]*$")
   if path == "[kernel]" then
     local name = ks and ks:lookup(off)
-    return ("%-14s [k] %s"):format(dso, name or ("0x%x"):format(off))
+    return ("%-" .. width .. "s [k] %s"):format(dso, name or ("0x%x"):format(off))
   end
   local e = files[path]
   if e == nil then
@@ -233,13 +207,20 @@ local function symbol(path, off)
   end
   local vaddr = e and e:vaddr_of(off)
   local sym = vaddr and e:symbol_at(vaddr)
-  return ("%-14s [.] %s"):format(dso, sym and sym.name or ("0x%x"):format(off))
+  return ("%-" .. width .. "s [.] %s"):format(dso, sym and sym.name or ("0x%x"):format(off))
 end
 
 local by_symbol = {}
+-- the DSO column as wide as the longest name shown (at least 14)
+width = 14
+for place in pairs(by_place) do
+  local dso = place:match("^(.-)%z"):match("[^/]*$")
+  if #dso > width then width = #dso end
+end
 for place, n in pairs(by_place) do
   local path, off = place:match("^(.*)%z(%-?%d+)$")
   local key = symbol(path, math.tointeger(off))
   by_symbol[key] = (by_symbol[key] or 0) + n
 end
 report("by symbol:", by_symbol)
+exit()

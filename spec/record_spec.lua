@@ -132,4 +132,51 @@ describe("perf.record", function()
       assert.equal("", serr)
     end)
   end)
+
+  describe("examples/record.lua", function()
+    local function example(args)
+      local p = io.popen(H.example .. " examples/record.lua " .. args .. " 2>&1")
+      local out = p:read("a")
+      local _, how, code = p:close()
+      return out, how, code
+    end
+
+    it("samples every hit of a tracepoint, as perf record does", function()
+      local st = assert(perf.stat({ "sh", "-c", "ls / >/dev/null" }, "syscalls:sys_enter_openat"))
+      local out = example("-n 3 -e syscalls:sys_enter_openat -- sh -c 'ls / >/dev/null'")
+      local n = out:match("^(%d+) samples of syscalls:sys_enter_openat at every hit")
+      assert.equal(st["syscalls:sys_enter_openat"], math.tointeger(tonumber(n)), out)
+    end)
+
+    it("says why an event cannot be sampled, without a traceback, and exits 1", function()
+      local out, how, code = example("-e cycles -- true")
+      assert.same({ "exit", 1 }, { how, code })
+      H.assert_has('perf.open "cycles": No such file or directory (ENOENT)', out)
+      assert.is_nil(out:find("traceback", 1, true))
+    end)
+
+    it("exits 128 + the signal's number when a signal ended the command", function()
+      local _, how, code = example("-n 1 -- sh -c 'kill -9 $$'")
+      assert.same({ "exit", 137 }, { how, code })
+      _, how, code = example("-n 1 -- sh -c 'exit 3'")
+      assert.same({ "exit", 3 }, { how, code })
+    end)
+
+    it("-o keeps the perf.data file for perf report; long DSO names keep the columns", function()
+      local file = tmp("ex.data")
+      local out = example("-n 5 -o " .. file .. " -e syscalls:sys_enter_openat -- sh -c 'ls / >/dev/null'")
+      H.assert_has("written to " .. file, out)
+      if have_perf then
+        local rep = H.sh(("%s report -i %s --stdio --sort comm 2>&1"):format(PERF, file))
+        assert.matches("%d+%.%d+%%%s+ls%s*\n", rep)
+      end
+      -- every symbol row puts "[.]" or "[k]" in the same column
+      local cols = {}
+      for line in out:match("by symbol:\n(.*)$"):gmatch("[^\n]+") do
+        cols[#cols + 1] = line:find("%[[.k]%]")
+      end
+      assert.is_true(#cols >= 2)
+      for _, c in ipairs(cols) do assert.equal(cols[1], c) end
+    end)
+  end)
 end)
