@@ -186,3 +186,10 @@ bench-profile: all
 	$(LUA) bench/profile.lua
 
 bench: bench-profile
+
+# ---- perf.data files: benchmark (see bench/perfdata.lua) ----
+.PHONY: bench-perfdata
+bench-perfdata: all
+	$(LUA) bench/perfdata.lua
+
+bench: bench-perfdata
