@@ -53,7 +53,9 @@ end
 local self_mode = #cmd == 0
 if self_mode then
   -- the workload: string building, sorting, a few table-heavy loops
-  cmd = { arg[-1] or "lua5.4", "-e", [[
+  local first = 0                        -- the interpreter: arg's lowest index
+  while arg[first - 1] do first = first - 1 end
+  cmd = { first < 0 and arg[first] or "lua5.4", "-e", [[
     local deadline, n = os.clock() + 1, 0
     while os.clock() < deadline do
       local t = {}
