@@ -133,9 +133,26 @@ local function comm_of(p, tid)
   return name
 end
 
-local rec_t = {}
+-- in time order, as perf report reads them: the file holds each CPU's
+-- records as its ring was drained, so a sample on one CPU may come before
+-- the exec that named its process on another
+local function in_time_order()
+  local list = {}
+  for r in file:records() do
+    if r.time then
+      r.seq = #list
+      list[#list + 1] = r
+    end
+  end
+  table.sort(list, function(a, b)
+    if a.time ~= b.time then return a.time < b.time end
+    return a.seq < b.seq
+  end)
+  return list
+end
+
 local function consume()
-  for r in file:records(rec_t) do
+  for _, r in ipairs(in_time_order()) do
     local ty = r.type
     if ty == "sample" then
       samples = samples + 1
