@@ -61,6 +61,7 @@ build = {
     ["perf.cli.profile"] = "lua/perf/cli/profile.lua",
     ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
     ["perf.cli.top"] = "lua/perf/cli/top.lua",
+    ["perf.base"] = "lua/perf/base.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
     ["perf.cpus"] = "lua/perf/cpus.lua",
     ["perf.data"] = "lua/perf/data.lua",

@@ -16,7 +16,7 @@
 -- had when the round began, so a later round may hold records older than
 -- the last of the previous round only if a CPU published them late.
 -- @module perf.cpus
-local perf = require "perf"
+local base = require "perf.base"
 local core = require "perf.core"
 
 local cpus = {}
@@ -73,7 +73,7 @@ function cpus.open(spec, target)
     for k, v in pairs(target) do if k ~= "cpus" then t[k] = v end end
     t.cpu = c
     if t.pid == nil then t.pid = 0 end
-    local ok, ev, msg, errno = pcall(perf.open, spec, t)
+    local ok, ev, msg, errno = pcall(base.open, spec, t)
     if not ok then set:close() error(ev, 2) end
     if not ev then
       set:close()

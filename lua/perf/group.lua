@@ -17,6 +17,7 @@
 -- right, only the members are no longer scheduled as a unit.
 local core = require "perf.core"
 local glob = require "perf.glob"
+local base = require "perf.base"
 
 local M = {}
 
@@ -87,11 +88,10 @@ end
 -- defaults), or nil, message, errno where the system cannot answer (such
 -- as tracefs for a tracepoint name). Raises on misuse.
 function M.attrs(specs, who)
-  local perf = require "perf"
   local list = {}
   for i, spec in ipairs(specs) do
-    local ok, attr, name, extra = pcall(perf.attr, spec)
-    if not ok then error(perf.strip_position(attr), 0) end
+    local ok, attr, name, extra = pcall(base.attr, spec)
+    if not ok then error(base.strip_position(attr), 0) end
     if not attr then return nil, who .. " " .. name, extra end
     list[i] = { attr = attr, name = name, extra = extra }
   end
@@ -258,7 +258,7 @@ function M.new(events, target)
     end
     return M.resolve(events, "perf.group")
   end)
-  local strip = require("perf").strip_position
+  local strip = base.strip_position
   if not ok then error(strip(list), 2) end
   if not list then return nil, msg, errno end
   local g

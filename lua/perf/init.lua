@@ -73,59 +73,18 @@ local perf = {
 -- local caps = perf.capabilities()
 -- if not caps.pmu then print(caps.why.pmu) end
 
--- Keys a spec may carry that are not attr fields: stripped before opening.
-local NOT_ATTR = { name = true, scale = true, unit = true }
-
-local default_read_format
-local function read_format()
-  if not default_read_format then
-    default_read_format = { "total_time_enabled", "total_time_running", "id" }
-    if capabilities.read_lost() then
-      default_read_format[#default_read_format + 1] = "lost"
-    end
-  end
-  return default_read_format
-end
+local base = require "perf.base"
+perf.is_event = base.is_event
+perf.attr = base.attr
+perf.strip_position = base.strip_position
+perf.open = base.open
+local strip = base.strip_position
 
 --- Whether `v` is an event handle (a `perf.event` userdata).
 -- @param v any value
 -- @treturn boolean
 -- @function is_event
 -- @usage assert(perf.is_event(perf.open "task-clock"))
-local function is_event(v)
-  local mt = getmetatable(v)
-  return type(mt) == "table" and mt.__name == "perf.event"
-end
-perf.is_event = is_event
-
--- The name perf would print for an attr given without one: "task-clock",
--- "L1-dcache-load-misses", "mem:0x7ffd1000/8:rw"; otherwise "type:config".
-local function derived_name(attr)
-  local events = require "perf.events"
-  local t, config = attr.type, attr.config
-  if type(t) == "string" then t = events.types[t] or t end
-  if math.type(config) == "integer" then
-    local name = t == 0 and events.hardware_names[config]
-      or t == 1 and events.software_names[config]
-      or t == 3 and events.cache.name_of(config)
-      or t == 2 and require("perf.tracepoint").name_of(config)
-    if name then return name end
-  end
-  if t == 5 and math.type(attr.bp_addr) == "integer" then
-    local bp = attr.bp_type
-    if math.type(bp) == "integer" then
-      bp = ({ [1] = "r", [2] = "w", [3] = "rw", [4] = "x" })[bp]
-    end
-    return ("mem:0x%x/%d:%s"):format(attr.bp_addr, attr.bp_len or 0, bp or "?")
-  end
-  local pmus = require "perf.pmu"
-  local pmu = math.type(t) == "integer" and pmus.by_type(t)
-    or type(t) == "string" and pmus.find(t)
-  if pmu and math.type(config) == "integer" then
-    return ("%s/config=0x%x/"):format(pmu.name, config)
-  end
-  return nil                       -- perf.core names it "type:config"
-end
 
 --- An event spec to the attr table `perf.open` passes to the core, with
 -- the defaults applied (`disabled = true`, the default `read_format`).
@@ -138,45 +97,7 @@ end
 -- @return[2] nil, message, errno when tracefs cannot be read
 -- @raise on a malformed spec or an unknown field
 -- @usage local attr, name = perf.attr "page-faults:u"
-function perf.attr(spec)
-  local attr
-  if is_event(spec) then            -- an event: its attr, under its name
-    local a = spec:attr()
-    a.name = spec:name()
-    spec = a
-  end
-  local kind = type(spec)
-  if kind == "table" and spec[1] == nil and type(spec.config) ~= "string" then
-    attr = {}                       -- already in kernel terms: copy it
-    for k, v in pairs(spec) do attr[k] = v end
-  elseif kind == "string" or kind == "table" then
-    local msg, errno
-    attr, msg, errno = require("perf.parse").spec(spec)
-    if not attr then return nil, msg, errno end     -- tracefs unreadable, ...
-  else
-    error(("perf.open: event expected (a string or a table), got %s"):format(kind), 2)
-  end
-  local extra = {}
-  for k in pairs(NOT_ATTR) do extra[k], attr[k] = attr[k], nil end
-  if attr.disabled == nil then attr.disabled = true end
-  if attr.read_format == nil then attr.read_format = read_format() end
-  local name = extra.name
-  if not name and kind == "string" then name = spec end
-  if not name and kind == "table" and type(spec[1]) == "string" then name = spec[1] end
-  return attr, name or derived_name(attr), extra
-end
-
--- target.group may be an event or anything whose [1] is its leader event.
-local function target_of(target)
-  local g = target and target.group
-  if g == nil or is_event(g) or (type(g) ~= "table" and type(g) ~= "userdata") then
-    return target
-  end
-  local copy = {}
-  for k, v in pairs(target) do copy[k] = v end
-  copy.group = target.group[1]
-  return copy
-end
+-- @function attr
 
 --- An error message without the library's own "perf/x.lua:N:" position,
 -- so that misuse raises at the caller's line.
@@ -184,11 +105,6 @@ end
 -- @return the message
 -- @function strip_position
 -- @usage error(perf.strip_position(msg), 2)
-local function strip(msg)
-  if type(msg) ~= "string" then return msg end
-  return (msg:gsub("^[^%s:]*perf/[%w_]+%.lua:%d+: ", ""))
-end
-perf.strip_position = strip
 
 --- Opens an event (`perf_event_open(2)`), disabled unless the attr says
 -- `disabled = false`; a group member opens enabled, so that enabling its
@@ -213,33 +129,7 @@ perf.strip_position = strip
 -- for _ = 1, 3 do io.open("/dev/null"):close() end
 -- ev:disable()
 -- assert(ev:read() == 3)
-function perf.open(spec, target)
-  local ok, attr, name, extra = pcall(perf.attr, spec)
-  if not ok then error(strip(attr), 2) end
-  if not attr then return nil, "perf.open " .. name, extra end
-  -- a group member opens enabled (unless told): enabling the leader starts it
-  if type(target) == "table" and target.group ~= nil
-      and not (type(spec) == "table" and spec.disabled ~= nil) then
-    attr.disabled = false
-  end
-  -- an inherited uprobe is made in tracefs (see perf.uprobe)
-  local probe
-  if attr.inherit and (math.type(attr.type) ~= "integer" or attr.type > 5) then
-    local a, perr
-    ok, a, probe, perr = pcall(require("perf.uprobe").inheritable, attr, name)
-    if not ok then error(strip(a), 2) end
-    if not a then return nil, "perf.open " .. name .. ": " .. probe, perr end
-    attr = a
-  end
-  local ev, msg, errno
-  ok, ev, msg, errno = pcall(core.open, attr, target_of(target), name)
-  if probe then
-    if ok and ev then require("perf.uprobe").bind(probe, ev) else probe:remove() end
-  end
-  if not ok then error(strip(ev), 2) end
-  if not ev then return nil, msg, errno end
-  return ev
-end
+-- @function open
 
 -- ev:modify_attributes takes the names perf.open takes: the core wants
 -- kernel terms, so type and config names are resolved here first.

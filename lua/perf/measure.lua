@@ -117,7 +117,7 @@ local function check_fn(fn, who)
 end
 
 local function raise_at_caller(ok, ...)
-  if not ok then error(require("perf").strip_position((...)), 3) end
+  if not ok then error(require("perf.base").strip_position((...)), 3) end
   return ...
 end
 

@@ -587,10 +587,10 @@ end
 -- @function stat
 function M.stat(argv, events, opts)
   local ok, list, command, target = pcall(check_args, argv, events, opts)
-  if not ok then error(require("perf").strip_position(list), 2) end
+  if not ok then error(require("perf.base").strip_position(list), 2) end
   local r, msg, errno
   ok, r, msg, errno = pcall(run, command, list, opts or {}, target)
-  if not ok then error(require("perf").strip_position(r), 2) end
+  if not ok then error(require("perf.base").strip_position(r), 2) end
   if not r then return nil, msg, errno end
   if getmetatable(r) == nil then core.show(r, "perf.stat") end
   return r

@@ -1,0 +1,69 @@
+-- perf.base: the modules under the front share it and never require the
+-- front itself, so loading any of them loads nothing above it.
+local H = require "helpers"
+
+-- The modules below the front: every lua/perf/*.lua but init.lua (the
+-- commands under lua/perf/cli/ stand above it).
+local function lower_modules()
+  local out = {}
+  for _, file in ipairs(require("perf.core").listdir("lua/perf")) do
+    local name = file:match("^(.+)%.lua$")
+    if name and name ~= "init" then out[#out + 1] = "perf." .. name end
+  end
+  table.sort(out)
+  return out
+end
+
+describe("perf.base", function()
+  local base = require "perf.base"
+
+  it("opens what perf.open opens, with the same defaults", function()
+    local ev <close> = assert(base.open "syscalls:sys_enter_openat")
+    assert.are.equal("syscalls:sys_enter_openat", ev:name())
+    assert.is_true(ev:attr().disabled)
+    assert.are.equal(3, H.count(ev, function()
+      for _ = 1, 3 do io.open("/dev/null"):close() end
+    end))
+    assert.is_true(base.is_event(ev))
+    assert.is_false(base.is_event({}))
+    assert.are.equal("x", base.strip_position("lua/perf/group.lua:12: x"))
+  end)
+
+  it("is what the front exports", function()
+    local perf = require "perf"
+    assert.are.equal(base.open, perf.open)
+    assert.are.equal(base.attr, perf.attr)
+    assert.are.equal(base.is_event, perf.is_event)
+    assert.are.equal(base.strip_position, perf.strip_position)
+  end)
+
+  it("no module below the front requires it", function()
+    local mods = lower_modules()
+    assert.is_true(#mods > 20)
+    for _, m in ipairs(mods) do
+      local f = assert(io.open("lua/" .. m:gsub("%.", "/") .. ".lua"))
+      local src = f:read("a")
+      f:close()
+      assert.is_nil(src:match("require%s*%(?%s*[\"']perf[\"']"), m .. " requires \"perf\"")
+    end
+    -- and at run time: with the front made unloadable, the lower modules
+    -- still load and count
+    local out = H.run_lua([[
+      package.preload.perf = function() error("the front was loaded") end
+      for _, m in ipairs { ]] .. ("%q, "):rep(#mods):sub(1, -3):format(table.unpack(mods)) .. [[ } do
+        require(m)
+      end
+      local g = assert(require("perf.group").new { "syscalls:sys_enter_openat", "syscalls:sys_enter_close" })
+      g:enable() io.open("/dev/null"):close() g:disable()
+      local t = g:read()
+      local r = assert(require("perf.stat").stat({ "true" }, "syscalls:sys_enter_openat"))
+      local m = require("perf.measure").measure({ "syscalls:sys_enter_close" }, function()
+        io.open("/dev/null"):close()
+      end)
+      local set = assert(require("perf.cpus").open("syscalls:sys_enter_openat"))
+      set:close()
+      print(t[1], t[2], r.status, m[1])
+    ]])
+    assert.are.equal("1\t1\t0\t1\n", out)
+  end)
+end)
