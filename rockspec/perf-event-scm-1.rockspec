@@ -59,6 +59,7 @@ build = {
     ["perf.cli"] = "lua/perf/cli/init.lua",
     ["perf.cli.list"] = "lua/perf/cli/list.lua",
     ["perf.cli.profile"] = "lua/perf/cli/profile.lua",
+    ["perf.cli.record"] = "lua/perf/cli/record.lua",
     ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
     ["perf.cli.top"] = "lua/perf/cli/top.lua",
     ["perf.base"] = "lua/perf/base.lua",

@@ -133,9 +133,9 @@ describe("perf.record", function()
     end)
   end)
 
-  describe("examples/record.lua", function()
+  describe("bin/perf-lua record", function()
     local function example(args)
-      local p = io.popen(H.example .. " examples/record.lua " .. args .. " 2>&1")
+      local p = io.popen(H.example .. " bin/perf-lua record " .. args .. " 2>&1")
       local out = p:read("a")
       local _, how, code = p:close()
       return out, how, code
@@ -178,5 +178,54 @@ describe("perf.record", function()
       assert.is_true(#cols >= 2)
       for _, c in ipairs(cols) do assert.equal(cols[1], c) end
     end)
+  end)
+end)
+
+describe("perf-lua record's progress", function()
+  local H = require "helpers"
+  if H.sh("command -v tmux") == "" then
+    it("needs tmux", function() pending("tmux is not installed (make test installs it)") end)
+    return
+  end
+
+  it("shows samples and the file's size on a terminal, and nothing elsewhere", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local socket = ("perf-lua-record-%d"):format(H.PID)
+    local tmux = ("env -u LD_PRELOAD tmux -L %s "):format(socket)
+    local preload = os.getenv("LD_PRELOAD")
+    -- a command that keeps sampling for two seconds
+    local cmd = ("cd %s && %s%s bin/perf-lua record -F 999 -o %s/p.data -- env -u LD_PRELOAD sh -c "
+      .. "'end=$(($(date +%%s) + 2)); while [ $(date +%%s) -lt $end ]; do :; done'; "
+      .. "echo \"exit $?\" > %s/status; sleep 60")
+      :format(H.root, preload and ("LD_PRELOAD='%s' "):format(preload) or "", H.example, dir, dir)
+    assert(os.execute(("%snew-session -d -s rec -x 150 -y 20 %s"):format(tmux, "'" .. cmd:gsub("'", "'\\''") .. "'")))
+    local seen
+    for _ = 1, 40 do
+      os.execute("sleep 0.1")
+      local screen = H.sh(tmux .. "capture-pane -p -t rec")
+      seen = screen:match("%[ perf%-lua record: (%d+) samples, [%d.]+ MB " .. dir:gsub("%p", "%%%0") .. "/p%.data %]")
+      if seen and tonumber(seen) > 0 then break end
+    end
+    local status
+    for _ = 1, 50 do
+      local f = io.open(dir .. "/status")
+      if f then status = f:read("l") f:close() break end
+      os.execute("sleep 0.2")
+    end
+    local screen = H.sh(tmux .. "capture-pane -p -S -200 -t rec")     -- with what scrolled off
+    os.execute(tmux .. "kill-server 2>/dev/null")
+    assert.are.equal("exit 0", status)
+    assert.truthy(seen and tonumber(seen) > 0, screen)
+    assert.is_nil(screen:find("[ perf-lua record:", 1, true))      -- cleared at the end
+    assert.matches("samples of cpu%-clock at 999 Hz", screen)
+    -- not on a terminal: quiet
+    local p = io.popen(("%s bin/perf-lua record -o %s/q.data -- true 2>&1"):format(H.example, dir))
+    local out = p:read("a")
+    p:close()
+    os.execute("rm -rf " .. dir)
+    assert.is_nil(out:find("perf-lua record:", 1, true), out)
+    assert.matches("written to " .. dir:gsub("%p", "%%%0") .. "/q.data", out)
   end)
 end)

@@ -22,7 +22,8 @@ local M = {}
 
 local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
                all_cpus = true, cpus = true, freq = true, period = true,
-               sample_type = true, callchain = true, output = true, pages = true }
+               sample_type = true, callchain = true, output = true, pages = true,
+               on_progress = true }
 local DEFAULT_FREQ = 999
 local BASE_SAMPLE_TYPE = { "identifier", "ip", "tid", "time", "cpu", "period" }
 
@@ -51,6 +52,9 @@ local function check_opts(opts)
     end
   end
   if opts.freq and opts.period then error("perf.record: give freq or period, not both", 3) end
+  if opts.on_progress ~= nil and type(opts.on_progress) ~= "function" then
+    error(("perf.record: on_progress must be a function, got %s"):format(type(opts.on_progress)), 3)
+  end
 end
 
 local function event_list(events)
@@ -119,7 +123,10 @@ end
 -- and hardware events, every hit for tracepoints and the other software
 -- events), `callchain` (boolean), `sample_type` (extra fields), `output`
 -- (a perf.data path), `inherit` (default true), `all_cpus`, `cpus`,
--- `pages` (ring pages per CPU, default 64), `stdin`/`stdout`/`stderr`
+-- `pages` (ring pages per CPU, default 64), `stdin`/`stdout`/`stderr`,
+-- `on_progress` (called with `{ samples =, lost =, bytes =, output = }`
+-- each time the rings were read while the command runs, at least every
+-- 200 ms; `bytes` is the file's size so far, with `output`)
 -- @treturn table `samples`, `lost`, `status` (exit code or signal name),
 -- `signal`, `elapsed` (ns), `output`, `events`; prints in one line
 -- @return[2] nil, message, errno when the command or an event cannot start
@@ -190,11 +197,22 @@ function M.record(perf, argv, events, opts)
   local ok
   ok, msg, errno = child:start()
   if not ok then return fail(msg, errno) end
+  -- what was recorded so far, for opts.on_progress (after each drain)
+  local function progress()
+    if not opts.on_progress then return end
+    if w then
+      opts.on_progress { samples = w.samples, lost = w.lost,
+                         bytes = w.data_offset + w.data_size, output = opts.output }
+    else
+      opts.on_progress { samples = samples, lost = lost }
+    end
+  end
   local res
   while true do
     local ready, pmsg = core.poll(rings, 200)
     ok, msg, errno = drain()
     if not ok then return fail(msg, errno) end
+    progress()
     if opts.all_cpus then
       res, msg, errno = child:wait(0)
       if res == nil then return fail(msg, errno) end

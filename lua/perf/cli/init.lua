@@ -15,6 +15,7 @@ cli.commands = {
   { "stat", "Run a command and print what it cost (counters)" },
   { "list", "List the events this machine offers" },
   { "top", "Live view of the hottest commands and functions on every CPU" },
+  { "record", "Sample a command and show what was hot (writes perf.data with -o)" },
   { "profile", "Run a Lua script and show which functions and lines cause an event" },
 }
 

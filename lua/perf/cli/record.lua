@@ -1,61 +1,83 @@
--- examples/record.lua: the start of a profiler.
+-- perf-lua record: sample a command and show what was hot.
 --
---   lua5.4 examples/record.lua [-F hz | -c period] [-e event] [-g] [-o file] [-n top] [-a] [-- command args...]
+--   perf-lua record [-F HZ | -c PERIOD] [-e EVENT] [-g] [-o FILE] [-n N] [-a] [--] command [args...]
 --
 -- A thin front of perf.record: samples a command and its children (or,
 -- with no command, a little Lua workload in a Lua interpreter) on every
 -- CPU, every hit of a tracepoint or software event (as perf record), 999
--- Hz for the clocks; with -o, the perf.data file is kept for perf report
--- and perf script. Then it reads the file back and prints what was hot: samples
--- per command/thread, per DSO, and per symbol, as perf report does. User
--- ips are placed in their files from the mmap2 records the kernel wrote
--- while the command ran and named from the files' symbol tables
--- (perf.elf); kernel ips from /proc/kallsyms (perf.kallsyms). An ip no
--- symbol covers (a stripped file) shows as file+offset. With -a, everything
--- on every CPU is sampled while the command runs, as perf record -a does
--- (the processes that were running already are found in /proc).
-package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
-package.cpath = "./?.so;" .. package.cpath
+-- Hz for the clocks. -e names the event (default cpu-clock; --event),
+-- -F a frequency (--freq), -c a period (--count), -g records call chains
+-- (--call-graph), -o keeps the perf.data file for perf report and perf
+-- script (--output), -a samples everything on every CPU while the command
+-- runs (--all-cpus), -n shows the top N rows (default 10). Then it reads
+-- the file back and prints what was hot: samples per command/thread, per
+-- DSO and per symbol, as perf report does. User ips are named from the
+-- files' symbol tables (perf.elf), kernel ips from /proc/kallsyms
+-- (perf.kallsyms). On a terminal, the samples so far and the file's size
+-- are shown while the command runs. Exits with the command's status (128
+-- + the signal's number when a signal ended it), 1 when an event cannot
+-- be sampled here, 129 for a usage error.
+local arg = ...
 local perf = require "perf"
 local elf = require "perf.elf"
 local kallsyms = require "perf.kallsyms"
+
+local function usage(msg)
+  require("perf.cli").usage("record", msg)
+end
 
 -- ---- options ----
 local opts = { event = "cpu-clock", top = 10, all = false }
 local cmd = {}
 do
+  local long = { ["--event"] = "-e", ["--freq"] = "-F", ["--count"] = "-c",
+                 ["--call-graph"] = "-g", ["--output"] = "-o", ["--all-cpus"] = "-a" }
   local i = 1
   while i <= #arg do
-    local a = arg[i]
+    local a = long[arg[i]] or arg[i]
+    local function value()
+      i = i + 1
+      if arg[i] == nil then usage(a .. " needs a value") end
+      return arg[i]
+    end
+    local function count()
+      local v = value()
+      local n = math.tointeger(tonumber(v))
+      if not n or n < 1 then usage(("%s takes a positive integer, not '%s'"):format(a, v)) end
+      return n
+    end
     if a == "--" then
       table.move(arg, i + 1, #arg, 1, cmd)
       break
-    elseif a == "-F" then opts.hz = math.tointeger(tonumber(arg[i + 1])); i = i + 1
-    elseif a == "-c" then opts.period = math.tointeger(tonumber(arg[i + 1])); i = i + 1
-    elseif a == "-o" then opts.output = arg[i + 1]; i = i + 1
+    elseif a == "-h" or a == "--help" then usage()
+    elseif a == "-F" then opts.hz = count()
+    elseif a == "-c" then opts.period = count()
+    elseif a == "-o" then opts.output = value()
     elseif a == "-g" then opts.callchain = true
-    elseif a == "-e" then opts.event = arg[i + 1]; i = i + 1
-    elseif a == "-n" then opts.top = math.tointeger(tonumber(arg[i + 1])); i = i + 1
+    elseif a == "-e" then opts.event = value()
+    elseif a == "-n" then opts.top = count()
     elseif a == "-a" then opts.all = true
+    elseif a:sub(1, 1) == "-" then usage(("unknown option '%s'"):format(arg[i]))
     else
-      io.stderr:write("usage: lua5.4 examples/record.lua [-F hz | -c period] [-e event] [-g] [-o file] [-n top] [-a] [-- command args...]\n")
-      os.exit(2)
+      table.move(arg, i, #arg, 1, cmd)
+      break
     end
     i = i + 1
   end
 end
+if opts.hz and opts.period then usage("give -F or -c, not both") end
 
 -- ---- record ----
 if opts.all and #cmd == 0 then
-  io.stderr:write("record.lua: -a samples the whole system while a command runs: give one\n")
-  os.exit(2)
+  usage("-a samples the whole system while a command runs: give one")
 end
 local self_mode = #cmd == 0
 if self_mode then
   -- the workload: string building, sorting, a few table-heavy loops
   local first = 0                        -- the interpreter: arg's lowest index
-  while arg[first - 1] do first = first - 1 end
-  cmd = { first < 0 and arg[first] or "lua5.4", "-e", [[
+  local argv = _G.arg or {}
+  while argv[first - 1] do first = first - 1 end
+  cmd = { first < 0 and argv[first] or "lua5.4", "-e", [[
     local deadline, n = os.clock() + 1, 0
     while os.clock() < deadline do
       local t = {}
@@ -65,8 +87,19 @@ if self_mode then
     end]] }
 end
 local path = opts.output or os.tmpname()
+-- progress on a terminal only: the samples so far and the file's size
+local on_progress, shown
+if os.execute("test -t 2") then
+  on_progress = function(p)
+    shown = true
+    io.stderr:write(("\r[ perf-lua record: %d samples, %.3f MB %s ]\27[K")
+      :format(p.samples, p.bytes / 1e6, opts.output or "(temporary file)"))
+    io.stderr:flush()
+  end
+end
 local r, msg = perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
-  callchain = opts.callchain, all_cpus = opts.all, output = path })
+  callchain = opts.callchain, all_cpus = opts.all, output = path, on_progress = on_progress })
+if shown then io.stderr:write("\r\27[K") end
 if not r then
   if not opts.output then os.remove(path) end
   io.stderr:write((msg:gsub("^perf%.record: ", "")), "\n")
