@@ -61,6 +61,7 @@ end
 local PUBLIC = {
   perf = { functions = front_functions },
   ["perf.stat_format"] = { functions = plain_functions "perf.stat_format" },
+  ["perf.data"] = { functions = plain_functions "perf.data" },
   ["perf.core"] = {
     functions = plain_functions "perf.core",
     classes = {

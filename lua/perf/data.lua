@@ -1,4 +1,4 @@
--- perf.data: reading and writing the files perf record writes.
+--- perf.data: reading and writing the files perf record writes.
 --
 --   local f <close> = assert(perf.data.open "perf.data")
 --   print(f.header.hostname, #f.attrs, f.attrs[1].name)
@@ -10,6 +10,11 @@
 -- events and decodes the plain feature sections (perf's util/header.c:
 -- write_hostname, write_nrcpus, write_event_desc, write_build_id, ...).
 -- The writer is in perf.data_writer.
+-- @module perf.data
+-- @usage
+-- local f <close> = assert(perf.data.open "perf.data")
+-- print(f.header.hostname, #f.attrs, f.attrs[1].name)
+-- for ip, tid in f:samples("ip", "tid") do end
 local core = require "perf.core"
 local events = require "perf.events"
 
@@ -145,6 +150,13 @@ local function decode_feature(name, s)
   if ok then return v end
   return s, v
 end
+--- A feature section's bytes to a Lua value (the plain ones; others stay
+-- a string).
+-- @function decode_feature
+-- @string name the feature's name (`"hostname"`, `"cmdline"`, `"build_ids"`, ...)
+-- @string bytes the section's bytes
+-- @return the decoded value, or `bytes` as they are
+-- @usage local host = perf.data.decode_feature("hostname", raw)
 M.decode_feature = decode_feature
 
 -- ---- names ----
@@ -167,7 +179,16 @@ local File = {}
 File.__index = File
 File.__name = "perf.data"
 
---- perf.data.open(path) -> file | nil, msg, errno
+--- Opens a perf.data file that perf record (or perf.record) wrote: a
+-- normal file or a pipe-mode one, in this machine's byte order.
+-- @string path the file
+-- @treturn[1] File the file: `attrs` (list of `{ attr =, name =, ids = }`),
+-- `header` (the feature sections, decoded where plain)
+-- @return[2] nil, message naming the offset of what is wrong (truncated,
+-- malformed, the other byte order), errno
+-- @usage
+-- local f <close> = assert(perf.data.open "perf.data")
+-- for tid, ip in f:samples("tid", "ip") do print(tid, ip) end
 function M.open(path)
   if type(path) ~= "string" then
     error(("bad argument #1 to 'perf.data.open' (string expected, got %s)"):format(type(path)), 2)
@@ -214,7 +235,16 @@ function M.open(path)
   }, File)
 end
 
---- perf.data.writer(path, events) -> writer | nil, msg, errno (perf.data_writer)
+--- A perf.data file for events a script opened itself: `w:write(ring_or_set)`
+-- drains rings into it, `w:close()` writes the header and the feature
+-- sections.
+-- @string path the file to write
+-- @tparam table events the events (or a `perf.cpus` set) the file describes
+-- @return[1] the writer
+-- @return[2] nil, message, errno when the file cannot be written
+-- @usage
+-- local w = assert(perf.data.writer("out.data", set))
+-- w:write(set) w:close()
 function M.writer(path, events)
   return require("perf.data_writer").writer(path, events)
 end
@@ -225,13 +255,23 @@ local function handle(self)
   return h
 end
 
---- file:records([t]): every record in file order, as tables (t reused)
+--- An open perf.data file, from `perf.data.open`.
+-- @type File
+
+--- Every record in file order, the tables `rb:records` yields (`rec.event`
+-- names its event; perf's own records come with their names).
+-- @tparam[opt] table t a table to refill for each record
+-- @return an iterator for a generic `for`
+-- @usage for rec in f:records() do print(rec.type, rec.event) end
 function File:records(t) return handle(self):records(t) end
 
---- file:samples(field, ...): the samples' fields as plain values
+--- The samples' fields as plain values, without a table per record.
+-- @string ... field names (`"ip"`, `"tid"`, `"time"`, `"cpu"`, `"period"`, ...)
+-- @return an iterator for a generic `for`, yielding the fields
+-- @usage for ip, tid in f:samples("ip", "tid") do end
 function File:samples(...) return handle(self):samples(...) end
 
---- file:close(): idempotent
+--- Closes the file (unmaps it); idempotent, also `<close>` and `__gc`.
 function File:close()
   local h = rawget(self, "_h")
   if h then h:close() self._h = nil end
