@@ -162,4 +162,27 @@ function H.touch_pages(pages)
   return string.rep("x", pages * 4096)
 end
 
+-- A word quoted for the shell.
+function H.shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- perf stat -x, on the command `argv` (with perf's `extra` options):
+-- { [event] = count }.
+function H.perf_stat(argv, events, extra)
+  local out = os.tmpname()
+  local cmd = {}
+  for i, a in ipairs(argv) do cmd[i] = H.shell_quote(a) end
+  local line = ("perf stat %s -x, -o %s -e %s -- %s >/dev/null 2>&1"):format(extra or "", out,
+    table.concat(events, ","), table.concat(cmd, " "))
+  assert(os.execute(line) ~= nil)
+  local counts = {}
+  for l in io.lines(out) do
+    local value, name = l:match("^(%d+),[^,]*,([^,]+),")
+    if value then counts[name] = math.tointeger(tonumber(value)) end
+  end
+  os.remove(out)
+  return counts
+end
+
 return H

@@ -5,26 +5,8 @@ local perf = require "perf"
 
 local QUIET = { stdout = "/dev/null", stderr = "/dev/null" }
 
-local function shell_quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
--- perf stat -x, on the same command: { [event] = count }.
-local function perf_stat(argv, events, extra)
-  local out = os.tmpname()
-  local cmd = {}
-  for i, a in ipairs(argv) do cmd[i] = shell_quote(a) end
-  local line = ("perf stat %s -x, -o %s -e %s -- %s >/dev/null 2>&1"):format(extra or "", out,
-    table.concat(events, ","), table.concat(cmd, " "))
-  assert(os.execute(line) ~= nil)
-  local counts = {}
-  for l in io.lines(out) do
-    local value, name = l:match("^(%d+),[^,]*,([^,]+),")
-    if value then counts[name] = math.tointeger(tonumber(value)) end
-  end
-  os.remove(out)
-  return counts
-end
+local H = require "helpers"
+local perf_stat = H.perf_stat
 
 describe("perf.stat_format", function()
   local F = require "perf.stat_format"

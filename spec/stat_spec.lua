@@ -14,26 +14,7 @@ local function fds()
   return math.min(H.fd_count(), H.fd_count(), H.fd_count())
 end
 
-local function shell_quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
--- perf stat -x, on the same command: { [event] = count }.
-local function perf_stat(argv, events, extra)
-  local out = os.tmpname()
-  local cmd = {}
-  for i, a in ipairs(argv) do cmd[i] = shell_quote(a) end
-  local line = ("perf stat %s -x, -o %s -e %s -- %s >/dev/null 2>&1"):format(extra or "", out,
-    table.concat(events, ","), table.concat(cmd, " "))
-  assert(os.execute(line) ~= nil)
-  local counts = {}
-  for l in io.lines(out) do
-    local value, name = l:match("^(%d+),[^,]*,([^,]+),")
-    if value then counts[name] = math.tointeger(tonumber(value)) end
-  end
-  os.remove(out)
-  return counts
-end
+local shell_quote, perf_stat = H.shell_quote, H.perf_stat
 
 local function tmpfile(content, mode)
   local name = os.tmpname()

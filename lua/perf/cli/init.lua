@@ -69,6 +69,23 @@ function cli.usage(name, msg)
   os.exit(129)
 end
 
+-- An option's value for a command's argument loop: args[i + 1], or a
+-- usage error when it is missing; returns the value and its index.
+function cli.value(name, args, i)
+  if args[i + 1] == nil then cli.usage(name, args[i] .. " needs a value") end
+  return args[i + 1], i + 1
+end
+
+-- An option's value that must be a positive integer (-F, -c, -n, ...).
+function cli.count(name, args, i)
+  local v, j = cli.value(name, args, i)
+  local n = math.tointeger(tonumber(v))
+  if not n or n < 1 then
+    cli.usage(name, ("%s takes a positive integer, not '%s'"):format(args[i], v))
+  end
+  return n, j
+end
+
 function cli.main_help()
   local out = { "usage: perf-lua [--version] [--help] COMMAND [ARGS]\n",
     "The perf-lua commands are:" }

@@ -18,21 +18,13 @@ local function usage(msg)
   require("perf.cli").usage("profile", msg)
 end
 
+local cli = require "perf.cli"
 local opts, out, top = {}, nil, 10
 local i = 1
 while i <= #arg do
   local a = arg[i]
-  local function value()
-    i = i + 1
-    if arg[i] == nil then usage(a .. " needs a value") end
-    return arg[i]
-  end
-  local function count()
-    local v = value()
-    local n = math.tointeger(tonumber(v))
-    if not n or n < 1 then usage(("%s takes a positive integer, not '%s'"):format(a, v)) end
-    return n
-  end
+  local function value() local v v, i = cli.value("profile", arg, i) return v end
+  local function count() local n n, i = cli.count("profile", arg, i) return n end
   if a == "-e" then opts.event = value()
   elseif a == "-F" then opts.freq = count()
   elseif a == "-c" then opts.period = count()

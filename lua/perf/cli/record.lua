@@ -35,17 +35,9 @@ do
   local i = 1
   while i <= #arg do
     local a = long[arg[i]] or arg[i]
-    local function value()
-      i = i + 1
-      if arg[i] == nil then usage(a .. " needs a value") end
-      return arg[i]
-    end
-    local function count()
-      local v = value()
-      local n = math.tointeger(tonumber(v))
-      if not n or n < 1 then usage(("%s takes a positive integer, not '%s'"):format(a, v)) end
-      return n
-    end
+    local cli = require "perf.cli"
+    local function value() local v v, i = cli.value("record", arg, i) return v end
+    local function count() local n n, i = cli.count("record", arg, i) return n end
     if a == "--" then
       table.move(arg, i + 1, #arg, 1, cmd)
       break
