@@ -14,7 +14,7 @@ local function fds()
   return math.min(H.fd_count(), H.fd_count(), H.fd_count())
 end
 
-local shell_quote, perf_stat = H.shell_quote, H.perf_stat
+local perf_stat = H.perf_stat
 
 local function tmpfile(content, mode)
   local name = os.tmpname()
