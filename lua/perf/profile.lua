@@ -634,6 +634,54 @@ function Profile:__tostring()
   return self:report()
 end
 
+--- The profile `perf.profile` and `p:stop()` return: `samples`, `lost`,
+-- `event`, `period` or `freq`, `unit` (`"samples"`, `"bytes"`,
+-- `"nanoseconds"`), `counters` (with `opts.counters`), `note`; prints as
+-- a report like perf report's.
+-- @type Profile
+
+--- The functions charged, most `self` first, then `total`.
+-- @treturn table a list of `{ name =, source =, line =, self =, total =, counters = }`
+-- @usage for _, f in ipairs(prof:functions()) do print(f.name, f.self, f.total) end
+-- @function Profile:functions
+
+--- The source lines charged (self samples), most first.
+-- @treturn table a list of `{ source =, line =, count =, name =, counters = }`
+-- @usage print(prof:lines()[1].line)
+-- @function Profile:lines
+
+--- The stacks in FlameGraph's folded format, root first, one line per
+-- distinct stack (`a (src:1);b (src:7) 12`); the counts add up to `samples`.
+-- @treturn string the folded stacks
+-- @usage io.write(prof:folded())
+-- @function Profile:folded
+
+--- Writes the profile to a file.
+-- @string path the file
+-- @string[opt] format `"folded"`, `"svg"` (an interactive flame graph),
+-- `"speedscope"` (speedscope's JSON) or `"pprof"` (gzipped profile.proto);
+-- by default from the extension (`.folded`/`.txt`, `.svg`, `.json`,
+-- `.pb.gz`/`.pprof`)
+-- @treturn[1] boolean true
+-- @return[2] nil, message, errno when the file cannot be written
+-- @raise an unknown format
+-- @usage assert(prof:write "profile.svg")
+-- @function Profile:write
+
+--- A differential profile against `base` (FlameGraph's difffolded form,
+-- a red/blue flame graph with `d:write "d.svg"`).
+-- @tparam Profile base the profile to compare with
+-- @return the diff: `d:folded()`, `d:lines()`, `d:write(path)`, `tostring(d)`
+-- @usage print(prof:diff(before))
+-- @function Profile:diff
+
+--- The report `tostring(prof)` prints: the event, samples, lost, then the
+-- top functions and lines with percentages.
+-- @int[opt=10] max rows per table
+-- @treturn string the report
+-- @usage print(prof:report(5))
+-- @function Profile:report
+
 -- whether an attr is sampled by frequency by default (perf.record too)
 M.by_frequency = by_frequency
 
