@@ -130,6 +130,7 @@ int pl_signal_set_callback(lua_State *L, int evidx, pl_overflow_fn fn);
 void pl_open_attr(lua_State *L);
 void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
+int pl_push_for(lua_State *L, lua_CFunction step);
 void pl_open_mount(lua_State *L);
 void pl_open_consts(lua_State *L);
 void pl_open_group(lua_State *L);

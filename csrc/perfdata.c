@@ -749,14 +749,6 @@ static diter *new_iter(lua_State *L, dfile *f) {
   return it;
 }
 
-static int push_for(lua_State *L) {
-  lua_pushvalue(L, -1);
-  lua_pushcclosure(L, iter_step, 1);
-  lua_insert(L, -2);
-  lua_pushnil(L);
-  lua_pushvalue(L, -2);
-  return 4;
-}
 
 /* f:records([t]) */
 static int f_records(lua_State *L) {
@@ -768,7 +760,7 @@ static int f_records(lua_State *L) {
     lua_setiuservalue(L, -2, 2);
     it->reuse = 1;
   }
-  return push_for(L);
+  return pl_push_for(L, iter_step);
 }
 
 /* f:samples(field, ...) */
@@ -789,7 +781,7 @@ static int f_samples(lua_State *L) {
   diter *it = new_iter(L, f);
   it->nfields = top - 1;
   memcpy(it->fields, fields, (size_t)it->nfields);
-  return push_for(L);
+  return pl_push_for(L, iter_step);
 }
 
 /* ---- writing: what perf.data_writer needs from C ---- */

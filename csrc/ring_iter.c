@@ -241,15 +241,6 @@ static pl_iter *new_iter(lua_State *L, int kind, int src, int tbl,
   return it;
 }
 
-static int push_for(lua_State *L) {
-  /* iterator userdata on top: function, state, nil, closing value */
-  lua_pushvalue(L, -1);
-  lua_pushcclosure(L, iter_step, 1);
-  lua_insert(L, -2);
-  lua_pushnil(L);
-  lua_pushvalue(L, -2);
-  return 4;
-}
 
 /* The sample field named by the string at idx, or raise with a
 ** did-you-mean (shared with file:samples, see ring.h). */
@@ -296,7 +287,7 @@ static int rb_samples(lua_State *L) {
   it->ring = r;
   it->head = pl_ring_head(r);
   it->done = 0;
-  return push_for(L);
+  return pl_push_for(L, iter_step);
 }
 
 /* rb:records([t]) */
@@ -309,7 +300,7 @@ static int rb_records(lua_State *L) {
   it->ring = r;
   it->head = pl_ring_head(r);
   it->done = 0;
-  return push_for(L);
+  return pl_push_for(L, iter_step);
 }
 
 /* rb:snapshot([t]): pauses the output, copies the readable records, resumes,
@@ -339,7 +330,7 @@ static int rb_snapshot(lua_State *L) {
   it->snap = copy;
   it->snap_len = (size_t)n;
   it->done = 0;
-  return push_for(L);
+  return pl_push_for(L, iter_step);
 }
 
 /* perf.core.merge(rings [, t | field, ...]): the rings' available records
@@ -383,7 +374,7 @@ static int l_merge(lua_State *L) {
     lua_settop(L, 2);
   }
   it->done = 0;
-  return push_for(L);
+  return pl_push_for(L, iter_step);
 }
 
 static const luaL_Reg iter_meta[] = {

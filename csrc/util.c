@@ -135,6 +135,19 @@ static int l_errno_name(lua_State *L) {
   return 1;
 }
 
+/* The four values of a generic for over the iterator userdata on top of
+** the stack: step (a closure holding it), the userdata as the state, nil,
+** and the userdata again as the closing value, so that a `break` still
+** releases it (as lfs.dir does). */
+int pl_push_for(lua_State *L, lua_CFunction step) {
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, step, 1);
+  lua_insert(L, -2);
+  lua_pushnil(L);
+  lua_pushvalue(L, -2);
+  return 4;
+}
+
 static const luaL_Reg funcs[] = {
   {"symbol", l_symbol}, {"addressof", l_addressof},
   {"enable_all", l_enable_all}, {"disable_all", l_disable_all},

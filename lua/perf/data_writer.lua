@@ -19,13 +19,7 @@ local M = {}
 local HEADER_SIZE = 104
 local FINISHED_ROUND = string.pack("<I4I2I2", 68, 0, 8)
 
-local function read_line(path)
-  local f = io.open(path)
-  if not f then return nil end
-  local s = f:read("l")
-  f:close()
-  return s
-end
+local read_line = require("perf.fs").read_trimmed   -- one-line /proc and /sys files
 
 local function uname(flag)
   local p = io.popen("uname " .. flag .. " 2>/dev/null")
