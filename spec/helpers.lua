@@ -156,8 +156,10 @@ function H.run_as_nobody(code, shell_prefix)
 end
 
 -- Touches 2 * `pages` new pages: string.rep fills a fresh buffer of that
--- size and copies it into a fresh string (both large enough to be mmapped,
--- so every page is new). Returns the string so it stays alive.
+-- size and copies it into a fresh string. Both are mmapped, so every page
+-- is new, only when they are larger than glibc's mmap threshold, which
+-- grows after a large block is freed, up to 32 MiB: give more than 8192
+-- pages. Returns the string so it stays alive.
 function H.touch_pages(pages)
   return string.rep("x", pages * 4096)
 end
