@@ -187,4 +187,13 @@ function H.perf_stat(argv, events, extra)
   return counts
 end
 
+-- The first entry of `list` whose fields equal those of `pred`, or nil.
+function H.find(list, pred)
+  for _, e in ipairs(list) do
+    local ok = true
+    for k, v in pairs(pred) do if e[k] ~= v then ok = false end end
+    if ok then return e end
+  end
+end
+
 return H

@@ -11,13 +11,7 @@ local OPENAT = "syscalls:sys_enter_openat"
 local CLOSE = "syscalls:sys_enter_close"
 local with_tracefs = perf.capabilities().tracefs and it or pending
 
-local function find(list, pred)
-  for _, e in ipairs(list) do
-    local ok = true
-    for k, v in pairs(pred) do if e[k] ~= v then ok = false end end
-    if ok then return e end
-  end
-end
+local find = H.find
 
 describe("profile counters", function()
   with_tracefs("charges each sample's deltas to its line, exactly with tracepoints", function()

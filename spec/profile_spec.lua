@@ -10,13 +10,7 @@ local OPENAT = "syscalls:sys_enter_openat"
 local caps = perf.capabilities()
 local with_tracefs = caps.tracefs and it or pending
 
-local function find(list, pred)
-  for _, e in ipairs(list) do
-    local ok = true
-    for k, v in pairs(pred) do if e[k] ~= v then ok = false end end
-    if ok then return e end
-  end
-end
+local find = H.find
 
 local function folded_total(text)
   local n = 0

@@ -8,13 +8,7 @@ local H = require "helpers"
 local FX = "spec/fixtures/profiled.lua"
 local fx = dofile(FX)
 
-local function find(list, pred)
-  for _, e in ipairs(list) do
-    local ok = true
-    for k, v in pairs(pred) do if e[k] ~= v then ok = false end end
-    if ok then return e end
-  end
-end
+local find = H.find
 
 describe("the timer", function()
   it("splits CPU time 3:1 between two functions doing 3:1 of the work", function()
