@@ -97,10 +97,19 @@ end)
 
 describe("perf-lua top not on a terminal", function()
   it("prints a report for each refresh, and stops on SIGINT", function()
-    local out = os.tmpname()
-    -- interrupted after two refreshes of 0.2 s
-    os.execute(("%s bin/perf-lua top -d 0.2 -E 5 > %s 2>&1 & pid=$!; sleep 1; kill -INT $pid; wait $pid; echo \"exit $?\" >> %s")
-      :format(H.example, out, out))
+    local out, pidfile = os.tmpname(), os.tmpname()
+    -- interrupted once two refreshes of 0.2 s are out (however long a busy
+    -- machine takes to start it)
+    os.execute(("(%s bin/perf-lua top -d 0.2 -E 5 > %s 2>&1 & echo $! > %s; wait $!; echo \"exit $?\" >> %s) &")
+      :format(H.example, out, pidfile, out))
+    local function two_reports()
+      local _, n = (slurp(out) or ""):gsub("perf%-lua top: ", "")
+      return n >= 2
+    end
+    assert.is_true(wait_for(20, two_reports), slurp(out))
+    os.execute("kill -INT " .. assert(slurp(pidfile)):match("%d+"))
+    assert.truthy(wait_for(20, function() return (slurp(out) or ""):match("\nexit %d+\n$") end), slurp(out))
+    os.remove(pidfile)
     local text = slurp(out)
     os.remove(out)
     assert.matches("^perf%-lua top: cpu%-clock at 999 Hz on %d+ CPUs, %d+ samples in 0%.%d s, %d+ lost\n", text)
