@@ -23,10 +23,10 @@ HDRS := $(wildcard csrc/*.h)
 
 # Debian packages a fresh machine needs for the build, the tests and the demo.
 DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
-              lua-ldoc lua-discount tmux chromium
+              lua-ldoc lua-discount tmux chromium lua-check
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
-.PHONY: all deps test demo docs asan install clean check-root
+.PHONY: all deps test demo docs asan lint install clean check-root
 
 all: perf/core.so
 
@@ -84,6 +84,11 @@ build-asan/%.o: csrc/%.c $(HDRS)
 build-asan/perf/core.so: $(ASAN_OBJS)
 	@mkdir -p build-asan/perf
 	$(CC) $(LIBFLAG) -g $(ASAN_FLAGS) -o $@ $(ASAN_OBJS) $(PERF_LIBS)
+
+# Static checks of every Lua file (.luacheckrc): globals, shadowing, unused
+# values. bin/perf-lua has no .lua suffix, so it is named.
+lint: deps
+	luacheck --no-color lua spec examples bench fuzz bin/perf-lua
 
 install: deps
 	luarocks --lua-version 5.4 make rockspec/perf-event-scm-1.rockspec

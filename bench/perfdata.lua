@@ -28,20 +28,20 @@ end
 local f = assert(perf.data.open(path))
 local n_samples = 0
 local t0 = now()
-for tid, time, ip, period in f:samples("tid", "time", "ip", "period") do
+for _ in f:samples("tid", "time", "ip", "period") do
   n_samples = n_samples + 1
 end
 local t_samples = now() - t0
 
 local n_records = 0
 t0 = now()
-for rec in f:records() do n_records = n_records + 1 end
+for _ in f:records() do n_records = n_records + 1 end
 local t_records = now() - t0
 
 local n_reused = 0
 local t = {}
 t0 = now()
-for rec in f:records(t) do n_reused = n_reused + 1 end
+for _ in f:records(t) do n_reused = n_reused + 1 end
 local t_reused = now() - t0
 f:close()
 

@@ -136,7 +136,7 @@ describe("perf.data", function()
       assert.is_true(f:close())
       assert.has_error(function() f:records() end, "attempt to use a closed perf.data file")
       assert.matches("closed", tostring(f))
-      do local g <close> = assert(data.open(tmp("tp.data"))) end
+      do local g_ <close> = assert(data.open(tmp("tp.data"))) end
     end)
   end)
 

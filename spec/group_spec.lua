@@ -34,16 +34,16 @@ describe("perf.group", function()
     for i = 1, #g do names[i] = g[i]:name() end
     assert.is_true(#g >= 4)
     assert.are.equal("page-faults", names[#g])
-    local openat
+    local at
     for i, n in ipairs(names) do
       assert.truthy(i == #g or n:match("^syscalls:sys_enter_open"), n)
-      if n == "syscalls:sys_enter_openat" then openat = i end
+      if n == "syscalls:sys_enter_openat" then at = i end
     end
     assert(g:enable())
     opens(5)
     assert(g:disable())
     local t = assert(g:read())
-    assert.are.equal(5, t[openat])
+    assert.are.equal(5, t[at])
     assert.are.equal(5, t["syscalls:sys_enter_openat"])
     local h <close> = assert(perf.group "{syscalls:sys_enter_close,syscalls:sys_enter_open*}")
     assert.are.equal(#g, #h)
@@ -217,11 +217,13 @@ describe("perf.group", function()
     assert.are.equal("C", debug.getinfo(index.scaled, "S").what)
     line = debug.getinfo(1, "l").currentline
     ok, err = pcall(function() local _ = g:read(5) end)
+    assert.is_false(ok)
     assert.are.equal(("spec/group_spec.lua:%d: bad argument #1 to 'read' (table or nil expected, got number)")
       :format(line + 1), err:match("spec/group_spec%.lua:.*"))
     g:close()
     line = debug.getinfo(1, "l").currentline
     ok, err = pcall(function() local _ = g:read() end)
+    assert.is_false(ok)
     assert.are.equal(("spec/group_spec.lua:%d: attempt to use a closed perf group"):format(line + 1),
       err:match("spec/group_spec%.lua:.*"))
   end)
@@ -328,7 +330,7 @@ describe("perf.group", function()
     opens(3)
     assert.are.equal(3, (member:read()))         -- still under its live leader
     assert.are.equal(before + 2, fds())
-    member = nil
+    member = nil -- luacheck: ignore 311 -- drops the last reference
     collectgarbage()
     collectgarbage()
     assert.are.equal(before, fds())

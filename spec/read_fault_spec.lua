@@ -4,7 +4,7 @@
 -- returns nil, message, errno, and nothing raises or crashes.
 local H = require "helpers"
 
-local so, dir = H.build_fixture("read_fault")
+local _, dir = H.build_fixture("read_fault")
 
 -- Every read method on a single event, a member, a group of 3 (read by
 -- generated code) and one of 70 (filled from C), one line each, with reads

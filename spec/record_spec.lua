@@ -182,16 +182,15 @@ describe("perf.record", function()
 end)
 
 describe("perf-lua record's progress", function()
-  local H = require "helpers"
   if H.sh("command -v tmux") == "" then
     it("needs tmux", function() pending("tmux is not installed (make test installs it)") end)
     return
   end
 
   it("shows samples and the file's size on a terminal, and nothing elsewhere", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p " .. dir))
+    local work = os.tmpname()
+    os.remove(work)
+    assert(os.execute("mkdir -p " .. work))
     local socket = ("perf-lua-record-%d"):format(H.PID)
     local tmux = ("env -u LD_PRELOAD tmux -L %s "):format(socket)
     local preload = os.getenv("LD_PRELOAD")
@@ -199,18 +198,18 @@ describe("perf-lua record's progress", function()
     local cmd = ("cd %s && %s%s bin/perf-lua record -F 999 -o %s/p.data -- env -u LD_PRELOAD sh -c "
       .. "'end=$(($(date +%%s) + 2)); while [ $(date +%%s) -lt $end ]; do :; done'; "
       .. "echo \"exit $?\" > %s/status; sleep 60")
-      :format(H.root, preload and ("LD_PRELOAD='%s' "):format(preload) or "", H.example, dir, dir)
+      :format(H.root, preload and ("LD_PRELOAD='%s' "):format(preload) or "", H.example, work, work)
     assert(os.execute(("%snew-session -d -s rec -x 150 -y 20 %s"):format(tmux, "'" .. cmd:gsub("'", "'\\''") .. "'")))
     local seen
     for _ = 1, 40 do
       os.execute("sleep 0.1")
       local screen = H.sh(tmux .. "capture-pane -p -t rec")
-      seen = screen:match("%[ perf%-lua record: (%d+) samples, [%d.]+ MB " .. dir:gsub("%p", "%%%0") .. "/p%.data %]")
+      seen = screen:match("%[ perf%-lua record: (%d+) samples, [%d.]+ MB " .. work:gsub("%p", "%%%0") .. "/p%.data %]")
       if seen and tonumber(seen) > 0 then break end
     end
     local status
     for _ = 1, 50 do
-      local f = io.open(dir .. "/status")
+      local f = io.open(work .. "/status")
       if f then status = f:read("l") f:close() break end
       os.execute("sleep 0.2")
     end
@@ -221,11 +220,11 @@ describe("perf-lua record's progress", function()
     assert.is_nil(screen:find("[ perf-lua record:", 1, true))      -- cleared at the end
     assert.matches("samples of cpu%-clock at 999 Hz", screen)
     -- not on a terminal: quiet
-    local p = io.popen(("%s bin/perf-lua record -o %s/q.data -- true 2>&1"):format(H.example, dir))
+    local p = io.popen(("%s bin/perf-lua record -o %s/q.data -- true 2>&1"):format(H.example, work))
     local out = p:read("a")
     p:close()
-    os.execute("rm -rf " .. dir)
+    os.execute("rm -rf " .. work)
     assert.is_nil(out:find("perf-lua record:", 1, true), out)
-    assert.matches("written to " .. dir:gsub("%p", "%%%0") .. "/q.data", out)
+    assert.matches("written to " .. work:gsub("%p", "%%%0") .. "/q.data", out)
   end)
 end)

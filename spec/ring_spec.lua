@@ -561,7 +561,7 @@ describe("refusals and lifecycle", function()
     local ev = tp({ "tid" })
     local rb = assert(ev:mmap(1))
     ev:enable() opens(3) ev:disable()
-    local f, s, c, closing = rb:records()
+    local f, _, _, closing = rb:records()
     assert.truthy(f())
     rb:close()
     assert.has_error(f, "attempt to use a closed perf ring")
@@ -597,15 +597,15 @@ describe("refusals and lifecycle", function()
       local n = 0
       for _ in rb:records() do n = n + 1 end
       assert.equal(2, n)
-      local rb2 <close> = assert(tp({ "tid" }):mmap(1))
+      local rb2_ <close> = assert(tp({ "tid" }):mmap(1))
     end
     assert.equal(before, H.fd_count())
   end)
 
   it("lets a dropped ring be collected, so the event can be mapped again", function()
     local ev = tp({ "tid" })
-    local rb = assert(ev:mmap(1))
-    rb = nil                                        -- luacheck: ignore
+    local rb = assert(ev:mmap(1))                  -- luacheck: ignore 231
+    rb = nil                                        -- drops the only reference
     collectgarbage()
     collectgarbage()
     assert.equal(4, assert(ev:mmap(4)):stats().pages)

@@ -33,7 +33,7 @@ describe("perf.core.spawn", function()
     local t = c:elapsed()
     assert.are.equal(false, c:wait(50))
     assert.is_true(c:elapsed() - t >= 50e6, "waited " .. (c:elapsed() - t))
-    local w, n = nil, 0
+    local n, w = 0
     repeat
       w, n = c:wait(30), n + 1
     until w

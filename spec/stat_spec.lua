@@ -151,6 +151,8 @@ describe("perf.stat", function()
     assert.matches("EACCES", msg)
     assert.are.equal(13, errno)
     r, msg, errno = perf.stat({ "/tmp" }, { "task-clock" })
+    assert.is_nil(r)
+    assert.matches("EACCES", msg)
     assert.are.equal(13, errno)
     assert.are.equal(before, fds())
   end)
@@ -491,7 +493,7 @@ describe("perf-lua stat", function()
     assert.are.equal(0, code)
     local names, sum = {}, 0
     for line in text:gmatch("[^\n]*syscalls:sys_enter_openat[^\n]*") do
-      local comm, tid, n = line:match("^ *(%S+)%-(%d+) +(%d+)      syscalls:sys_enter_openat")
+      local comm, _, n = line:match("^ *(%S+)%-(%d+) +(%d+)      syscalls:sys_enter_openat")
       assert.truthy(comm, line)
       assert.are.equal(17, (line:find("%-%d+ ")))               -- "%16s-%-8d ", as perf
       assert.are.equal(50, (line:find(" syscalls")))            -- as perf -a --per-thread

@@ -107,12 +107,12 @@ describe("perf.tracepoint formats", function()
       print(pcall(perf.parse, "sched:sched_switch"))
     ]])
     if not out then return pending(why) end
-    local why = "cannot read /sys/kernel/tracing (permission denied): tracepoints need root, " ..
+    local denied = "cannot read /sys/kernel/tracing (permission denied): tracepoints need root, " ..
       "or read access to tracefs"
     assert.equal(table.concat({
-      'nil\tperf.open "sched:sched_switch": ' .. why .. "\t13",
-      "nil\tperf.tracepoint sched:sched_switch: " .. why .. "\t13",
-      'false\t"sched:sched_switch": ' .. why, "" }, "\n"), out)
+      'nil\tperf.open "sched:sched_switch": ' .. denied .. "\t13",
+      "nil\tperf.tracepoint sched:sched_switch: " .. denied .. "\t13",
+      'false\t"sched:sched_switch": ' .. denied, "" }, "\n"), out)
   end)
 
   with_tracefs("returns the same object for the same name", function()

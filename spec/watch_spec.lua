@@ -97,7 +97,7 @@ describe("perf.watch", function()
     assert.matches("ENOSPC", msg)
     assert.matches("no free hardware breakpoint slot", msg)
     for _, ev in ipairs(open) do ev:close() end
-    local again <close> = assert(perf.watch(base, { mode = "rw" }))
+    local again_ <close> = assert(perf.watch(base, { mode = "rw" }))
   end)
 
   it("returns nil, message, errno for an unknown symbol", function()

@@ -109,10 +109,10 @@ local function probe_all()
 
   t.tracefs, why.tracefs = M.tracefs()
 
-  local slots, err = breakpoint_slots()
+  local slots, slots_err = breakpoint_slots()
   t.max_breakpoints = slots
   t.breakpoints = slots > 0
-  if slots == 0 then why.breakpoints = err or "no hardware breakpoint slot is free" end
+  if slots == 0 then why.breakpoints = slots_err or "no hardware breakpoint slot is free" end
 
   t.uprobes = exists("/sys/bus/event_source/devices/uprobe/type")
   if not t.uprobes then why.uprobes = "the kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)" end

@@ -16,7 +16,7 @@
 -- print(f.header.hostname, #f.attrs, f.attrs[1].name)
 -- for ip, tid in f:samples("ip", "tid") do end
 local core = require "perf.core"
-local events = require "perf.events"
+local event_names = require "perf.events"
 
 local M = {}
 
@@ -163,9 +163,9 @@ M.decode_feature = decode_feature
 
 local function attr_name(attr)
   local t, config = attr.type, attr.config
-  local name = t == 0 and events.hardware_names[config]
-    or t == 1 and events.software_names[config]
-    or t == 3 and events.cache.name_of(config)
+  local name = t == 0 and event_names.hardware_names[config]
+    or t == 1 and event_names.software_names[config]
+    or t == 3 and event_names.cache.name_of(config)
   if not name and t == 2 then
     local ok, n = pcall(function() return require("perf.tracepoint").name_of(config) end)
     name = ok and n or nil

@@ -111,7 +111,7 @@ end
 -- core.open, retrying a refused kernel-mode count as user-only the way
 -- perf stat does (with `opts.user_fallback`); notes collects what changed.
 local function open_one(e, target, opts, notes)
-  local attr, probe, perr = e.attr, nil, nil
+  local attr, probe, perr = e.attr
   if attr.inherit and (math.type(attr.type) ~= "integer" or attr.type > 5) then
     attr, probe, perr = require("perf.uprobe").inheritable(attr, e.name)
     if not attr then return nil, probe, perr end

@@ -86,27 +86,15 @@ local function apply_modifiers(P, a, mods, group, leader)
   local function b(v) return (group and v) and 1 or 0 end
   local eu, ek, eh = b(a.exclude_user), b(a.exclude_kernel), b(a.exclude_hv)
   local eH, eG = b(a.exclude_host), b(a.exclude_guest)
-  local exclude, exclude_GH = eu | ek | eh, eG | eH
-  if mods.u then
-    if exclude == 0 then exclude, eu, ek, eh = 1, 1, 1, 1 end
-    eu = 0
-  end
-  if mods.k then
-    if exclude == 0 then exclude, eu, ek, eh = 1, 1, 1, 1 end
-    ek = 0
-  end
-  if mods.h then
-    if exclude == 0 then exclude, eu, ek, eh = 1, 1, 1, 1 end
-    eh = 0
-  end
-  if mods.G then
-    if exclude_GH == 0 then exclude_GH, eG, eH = 1, 1, 1 end
-    eG = 0
-  end
-  if mods.H then
-    if exclude_GH == 0 then exclude_GH, eG, eH = 1, 1, 1 end
-    eH = 0
-  end
+  -- u, k, h name the modes counted: the others are excluded, unless some
+  -- mode is excluded already (G, H likewise)
+  if (mods.u or mods.k or mods.h) and (eu | ek | eh) == 0 then eu, ek, eh = 1, 1, 1 end
+  if mods.u then eu = 0 end
+  if mods.k then ek = 0 end
+  if mods.h then eh = 0 end
+  if (mods.G or mods.H) and (eG | eH) == 0 then eG, eH = 1, 1 end
+  if mods.G then eG = 0 end
+  if mods.H then eH = 0 end
   if mods.u or mods.k or mods.h or group then
     a.exclude_user, a.exclude_kernel, a.exclude_hv = flag(eu), flag(ek), flag(eh)
   end

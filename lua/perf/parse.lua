@@ -133,14 +133,14 @@ local function resolve_plain(P, name, pos)
   unknown_event(P, name, pos)
 end
 
--- NAME/terms/: a PMU, or a symbolic event refined by terms.
-local function resolve_with_terms(P, name, pos, terms)
+-- NAME/terms/: a PMU, or a symbolic event refined by the terms in list.
+local function resolve_with_terms(P, name, pos, list)
   local p = pmus.find(name)
-  if p then return pmu_event(P, p, terms) end
+  if p then return pmu_event(P, p, list) end
   local a, err, off = symbolic(name)
   if err then fail(P.s, pos + off - 1, err) end
   if a then
-    apply_plain_terms(P, a, terms)
+    apply_plain_terms(P, a, list)
     return a
   end
   local family = pmu_family(name)
@@ -151,7 +151,7 @@ local function resolve_with_terms(P, name, pos, terms)
   p = pmu_with_event(P, name, pos)
   if p then
     local all = { { name = name, value = true, pos = pos } }
-    for _, t in ipairs(terms) do all[#all + 1] = t end
+    for _, t in ipairs(list) do all[#all + 1] = t end
     return pmu_event(P, p, all)
   end
   fail(P.s, pos, ("no PMU or event '%s'%s"):format(name,

@@ -143,9 +143,9 @@ function Diff:svg()
     if c < 0 then return ("rgb(%d,%d,255)"):format(fade, fade) end
     return "rgb(235,235,235)"
   end
-  local function info(path, node, share)
+  local function info(path, node, percent)
     return ("%s (%d %s, %.2f%%; base %d, %+.2f points)"):format(node.name, node.value, self.unit,
-      share, base[path] or 0, 100 * change(path, node))
+      percent, base[path] or 0, 100 * change(path, node))
   end
   return fg.svg(self.profile:folded(), {
     title = "Differential flame graph: " .. (self.event or "?"),

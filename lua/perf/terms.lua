@@ -287,8 +287,8 @@ local function apply_pmu_terms(P, a, p, terms)
         else
           format_terms[#format_terms + 1] = t
         end
-      elseif apply_common(P, a, t) then
-        -- done
+      elseif apply_common(P, a, t) then -- luacheck: ignore 542
+        -- done: the test itself applied the common term
       elseif t.value == true and t.name:match("^r%x+$") and #t.name <= 17 then
         -- "rNNN" that is neither a format term nor an event: the raw config
         a.config = tonumber64("0x" .. t.name:sub(2))

@@ -58,7 +58,7 @@ function M.id(sys, event)
   if id then return id end
   local dir, why, errno = M.path()
   if not dir then return nil, why, errno end
-  local f, err, code = io.open(("%s/events/%s/%s/id"):format(dir, sys, event), "r")
+  local f, _, code = io.open(("%s/events/%s/%s/id"):format(dir, sys, event), "r")
   if not f then
     if code == 13 then
       return nil, ("cannot read %s/events (permission denied): tracepoints need root or access to tracefs"):format(dir), 13

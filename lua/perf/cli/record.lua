@@ -78,7 +78,7 @@ if self_mode then
       n = n + #table.concat(t)
     end]] }
 end
-local path = opts.output or os.tmpname()
+local data_path = opts.output or os.tmpname()
 -- progress on a terminal only: the samples so far and the file's size
 local on_progress, shown
 if os.execute("test -t 2") then
@@ -89,16 +89,16 @@ if os.execute("test -t 2") then
     io.stderr:flush()
   end
 end
-local r, msg = perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
-  callchain = opts.callchain, all_cpus = opts.all, output = path, on_progress = on_progress })
+local result, msg = perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
+  callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress })
 if shown then io.stderr:write("\r\27[K") end
-if not r then
-  if not opts.output then os.remove(path) end
+if not result then
+  if not opts.output then os.remove(data_path) end
   io.stderr:write((msg:gsub("^perf%.record: ", "")), "\n")
   os.exit(1)
 end
-local file = assert(perf.data.open(path))
-if not opts.output then os.remove(path) end
+local file = assert(perf.data.open(data_path))
+if not opts.output then os.remove(data_path) end
 local attr = file.attrs[1].attr
 local rate = attr.freq and ("at %d Hz"):format(attr.sample_freq)
   or attr.sample_period == 1 and "at every hit" or ("every %d"):format(attr.sample_period)
@@ -208,7 +208,7 @@ end
 consume()
 
 -- ---- report ----
-local lost = r.lost
+local lost = result.lost
 local ncpus = #file.attrs[1].ids
 file:close()
 
@@ -227,8 +227,8 @@ print(("%d samples of %s %s on %d CPUs over %.2f s, %d lost")
 if opts.output then print(("written to %s (perf report -i %s)"):format(opts.output, opts.output)) end
 -- the command's exit status: 128 + the signal's number, as perf-lua stat
 local function exit()
-  if r.signo then os.exit(128 + r.signo) end
-  if math.type(r.status) == "integer" and r.status ~= 0 then os.exit(r.status) end
+  if result.signo then os.exit(128 + result.signo) end
+  if math.type(result.status) == "integer" and result.status ~= 0 then os.exit(result.status) end
 end
 if samples == 0 then exit() return end
 report("by command pid/tid:", by_thread)

@@ -142,7 +142,7 @@ end
 local function symbol(kernel, pid, ip)
   if kernel then
     local name, module
-    if ks then name, _, module = ks:lookup(ip) end
+    if ks then local _; name, _, module = ks:lookup(ip) end
     return "[k] " .. (name or ("0x%x"):format(ip)), module and ("[" .. module .. "]") or "[kernel]"
   end
   local locate = locators[pid]
