@@ -84,6 +84,9 @@ const char *pl_errno_name(int err);
 /* Pushes nil, "<what>: <strerror> (<ENAME>)[; <hint>]", err; returns 3.
 ** Call with the errno saved before any Lua API call. */
 int pl_fail(lua_State *L, int err, const char *what, const char *hint);
+/* The hint for a command that could not run: errno, its name, and the file
+** found that exists though execve said ENOENT ("" if none; exec_hint.c). */
+const char *pl_exec_hint(lua_State *L, int err, const char *file, const char *found);
 /* A hint for a failed perf_event_open, written into buf. */
 const char *pl_open_hint(int err, const struct pl_attr *a, pid_t pid, int cpu,
                          int group_fd, char *buf, size_t len);

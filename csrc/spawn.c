@@ -15,11 +15,16 @@
 ** execvp's (file names with a '/' are taken as they are; EACCES from one
 ** directory does not stop the search but is what is reported if nothing
 ** runs; a file the kernel cannot execute (ENOEXEC) is run by /bin/sh).
+** A file that exists though execve said ENOENT is reported with the
+** failure, so the message can name its missing interpreter (exec_hint.c).
+** While children are unreaped, an ignored SIGCHLD is made the default
+** (hold_sigchld), so that they can be waited for.
 */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +55,7 @@ typedef struct pl_child {
   int pidfd;            /* for waits with a timeout, -1 until one */
   int ignoring;         /* SIGINT and SIGQUIT ignored, old actions saved */
   struct sigaction old_int, old_quit;
+  int holds_chld;       /* counted in chld_holders until reaped */
 } pl_child;
 
 /* ---- signal names ---- */
@@ -96,12 +102,23 @@ static int l_signal_name(lua_State *L) {
 
 /* ---- in the child, between fork and exec: async-signal-safe only ---- */
 
+/* After an ENOENT from execve: if `file` exists all the same, the
+** interpreter it names (#! line, or an ELF's loader) is what is missing;
+** the first such file is kept in `found` (PATH_MAX bytes) for the message.
+** errno is kept. */
+static void note_existing(const char *file, char *found) {
+  int e = errno;
+  size_t n = strlen(file);
+  if (!found[0] && n < PATH_MAX && access(file, F_OK) == 0) memcpy(found, file, n + 1);
+  errno = e;
+}
+
 /* Executes `file` as execvp would, trying each PATH directory. `argv` has
 ** argv[0] = file; `shargv` has two free slots before a copy of argv[1..],
 ** for running a file the kernel cannot execute with /bin/sh. Returns only
 ** on failure, with errno set. */
 static void exec_search(const char *file, char **argv, char **shargv,
-                        const char *path) {
+                        const char *path, char *found) {
   char buf[PATH_MAX];
   size_t flen = strlen(file);
   int eacces = 0;
@@ -111,6 +128,7 @@ static void exec_search(const char *file, char **argv, char **shargv,
   }
   if (strchr(file, '/')) {
     execve(file, argv, environ);
+    if (errno == ENOENT) note_existing(file, found);
     if (errno == ENOEXEC) {
       shargv[0] = (char *)"/bin/sh";
       shargv[1] = (char *)file;
@@ -139,7 +157,10 @@ static void exec_search(const char *file, char **argv, char **shargv,
       case EACCES:
         eacces = 1;
         break;
-      case ENOENT: case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT:
+      case ENOENT:
+        note_existing(buf, found);
+        break;
+      case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT:
         break;
       default:
         return;
@@ -151,20 +172,30 @@ static void exec_search(const char *file, char **argv, char **shargv,
   errno = eacces ? EACCES : ENOENT;
 }
 
+/* What a child that could not exec tells its parent: errno, and the file
+** that exists though execve said ENOENT ("" if none). */
+struct exec_failure {
+  int err;
+  char found[PATH_MAX];
+};
+
 static void child_main(int go, int errw, const int redirect[3],
                        const char *file, char **argv, char **shargv,
                        const char *path) {
+  struct exec_failure f;
   char c;
-  int k, e;
+  int k;
   ssize_t n;
+  f.found[0] = '\0';
   for (k = 0; k < 3; k++)
     if (redirect[k] >= 0 && dup2(redirect[k], k) < 0) goto fail;
   do n = read(go, &c, 1); while (n < 0 && errno == EINTR);
   if (n != 1) _exit(127);             /* the parent gave up before the go */
-  exec_search(file, argv, shargv, path);
+  exec_search(file, argv, shargv, path, f.found);
 fail:
-  e = errno;
-  while (write(errw, &e, sizeof e) < 0 && errno == EINTR) {}
+  f.err = errno;
+  n = (ssize_t)(offsetof(struct exec_failure, found) + strlen(f.found) + 1);
+  while (write(errw, &f, (size_t)n) < 0 && errno == EINTR) {}
   _exit(127);
 }
 
@@ -209,14 +240,58 @@ static void restore_signals(pl_child *c) {
   c->ignoring = 0;
 }
 
+/* A child can be waited for only if SIGCHLD is not ignored (nor
+** SA_NOCLDWAIT set): otherwise the kernel reaps it itself and wait4 fails
+** with ECHILD (wait(2), "POSIX.1-2001 specifies..."). An ignored SIGCHLD is
+** inherited through exec, so a parent can leave it so; it is then made
+** the default from the fork of the first child until the last is reaped,
+** and restored. The command starts with SIGCHLD at its default, as the
+** commands perf stat runs do. */
+static int chld_holders;              /* children not yet reaped */
+static int chld_changed;              /* chld_saved is to be restored */
+static struct sigaction chld_saved;
+
+static void hold_sigchld(pl_child *c) {
+  if (c->holds_chld) return;
+  if (chld_holders++ == 0) {
+    struct sigaction cur;
+    chld_changed = 0;
+    if (sigaction(SIGCHLD, NULL, &cur) == 0 &&
+        (cur.sa_handler == SIG_IGN || (cur.sa_flags & SA_NOCLDWAIT))) {
+      struct sigaction dfl = cur;
+      if (cur.sa_handler == SIG_IGN) dfl.sa_handler = SIG_DFL;
+      dfl.sa_flags &= ~SA_NOCLDWAIT;
+      chld_saved = cur;
+      chld_changed = sigaction(SIGCHLD, &dfl, NULL) == 0;
+    }
+  }
+  c->holds_chld = 1;
+}
+
+static void release_sigchld(pl_child *c) {
+  if (!c->holds_chld) return;
+  c->holds_chld = 0;
+  if (--chld_holders == 0 && chld_changed) {
+    sigaction(SIGCHLD, &chld_saved, NULL);
+    chld_changed = 0;
+  }
+}
+
 /* Reaps the child (EINTR retried); returns 0 or an errno. */
 static int reap(pl_child *c) {
   pid_t r;
   int st;
   do r = wait4(c->pid, &st, 0, &c->ru); while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    int err = errno;
+    close_fd(&c->pidfd);
+    restore_signals(c);
+    release_sigchld(c);
+    return err;
+  }
   close_fd(&c->pidfd);
   restore_signals(c);
-  if (r < 0) return errno;
+  release_sigchld(c);
   c->status = st;
   c->pid = -1;
   return 0;
@@ -267,6 +342,7 @@ static void destroy(pl_child *c) {
   }
   close_fd(&c->pidfd);
   restore_signals(c);
+  release_sigchld(c);
 }
 
 /* child:elapsed() -> ns since it was let go (to the end of its wait once
@@ -385,9 +461,11 @@ static int l_spawn(lua_State *L) {
     err = errno;
     goto failed;
   }
+  hold_sigchld(c);
   pid = fork();
   if (pid < 0) {
     err = errno;
+    release_sigchld(c);
     goto failed;
   }
   if (pid == 0) {
@@ -423,7 +501,8 @@ static int c_pid(lua_State *L) {
 ** an exec that failed (the child is then reaped). */
 static int c_start(lua_State *L) {
   pl_child *c = test_child(L, 1);
-  int e = 0;
+  struct exec_failure f;
+  size_t got = 0;
   ssize_t n;
   if (c->started || c->go < 0 || c->pid <= 0)
     return luaL_error(L, "attempt to start a child twice");
@@ -431,24 +510,27 @@ static int c_start(lua_State *L) {
   c->started = 1;
   do n = write(c->go, "x", 1); while (n < 0 && errno == EINTR);
   close_fd(&c->go);
-  do n = read(c->err, &e, sizeof e); while (n < 0 && errno == EINTR);
+  do {                                  /* to the end of file: the exec closed it */
+    n = read(c->err, (char *)&f + got, sizeof f - got);
+    if (n > 0) got += (size_t)n;
+  } while ((n > 0 && got < sizeof f) || (n < 0 && errno == EINTR));
   close_fd(&c->err);
-  if (n == 0) {
+  if (got == 0) {
     lua_pushboolean(L, 1);
     return 1;
   }
-  if (n != (ssize_t)sizeof e) e = EIO;
+  if (got < offsetof(struct exec_failure, found)) f.err = EIO;
+  if (got <= offsetof(struct exec_failure, found)) f.found[0] = '\0';
+  f.found[sizeof f.found - 1] = '\0';
   reap(c);
   c->elapsed = ns_since(&c->t0);
   {
-    const char *file, *hint = NULL;
+    const char *file;
     lua_getiuservalue(L, 1, 1);
     file = lua_tostring(L, -1);
     if (!file) file = "?";
-    if (e == ENOENT) hint = strchr(file, '/') ? "no such file" : "not found in PATH";
-    else if (e == EACCES) hint = "not an executable file (or a directory, or on a noexec mount)";
-    else if (e == ENOEXEC) hint = "the kernel cannot execute this file";
-    return pl_fail(L, e, lua_pushfstring(L, "cannot run \"%s\"", file), hint);
+    return pl_fail(L, f.err, lua_pushfstring(L, "cannot run \"%s\"", file),
+                   pl_exec_hint(L, f.err, file, f.found));
   }
 }
 
@@ -479,7 +561,8 @@ static int c_wait(lua_State *L) {
     err = reap(c);
     c->elapsed = ns_since(&c->t0);
     if (err) return pl_fail(L, err, "wait", err == ECHILD ?
-                            "SIGCHLD is ignored in this process, so the kernel reaped the child" : NULL);
+                            "another wait in this process reaped the child, or SIGCHLD was "
+                            "set to be ignored while it ran" : NULL);
   }
   st = c->status;
   lua_createtable(L, 0, 7);

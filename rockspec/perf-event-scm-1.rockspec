@@ -31,6 +31,7 @@ build = {
         "csrc/decode_lua.c",
         "csrc/errors.c",
         "csrc/event.c",
+        "csrc/exec_hint.c",
         "csrc/group.c",
         "csrc/group_read.c",
         "csrc/mount.c",

@@ -1,7 +1,9 @@
 -- perf.core.spawn: the child process perf.stat counts, on its own: a child
 -- held before its exec, waits with and without a timeout, its clock, and
--- closing it in each state.
+-- closing it in each state; a parent that ignores SIGCHLD, and a file
+-- whose interpreter is missing.
 local core = require "perf.core"
+local perf = require "perf"
 local H = require "helpers"
 
 describe("perf.core.spawn", function()
@@ -86,5 +88,63 @@ describe("perf.core.spawn", function()
     -- lua.c's handler turns the second SIGINT into an "interrupted!" error
     assert.matches("^survived\n.*interrupted!", out)
     assert.not_matches("not reached", out)
+  end)
+
+  it("waits for its child in a process that ignores SIGCHLD, and leaves it ignored", function()
+    -- bash sets SIGCHLD ignored and execs the interpreter, which inherits it
+    local out = H.run_lua([[
+      local perf = require "perf"
+      local function ignored()
+        local mask = io.open("/proc/self/status"):read("a"):match("SigIgn:%s*(%x+)")
+        return (tonumber(mask, 16) >> 16) & 1 == 1       -- bit 17: SIGCHLD
+      end
+      print("ignored before", ignored())
+      local r, msg = perf.stat({ "sh", "-c", "for i in 1 2 3; do cat /dev/null; done" },
+        { "syscalls:sys_enter_execve" })
+      print("counts", r and r[1], r and r.status, msg)
+      print("ignored after", ignored())
+    ]], [[bash -c 'trap "" CHLD; exec "$0" "$@"']])
+    assert.matches("ignored before\ttrue\n", out, 1, true)
+    assert.matches("counts\t3\t0\tnil\n", out, 1, true)        -- the 3 cats, as perf stat counts
+    assert.matches("ignored after\ttrue\n", out, 1, true)
+  end)
+
+  it("names the interpreter a file needs when that is what does not exist", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. dir))
+    local function script(name, text)
+      local f = assert(io.open(dir .. "/" .. name, "w"))
+      f:write(text)
+      f:close()
+      assert(os.execute(("chmod 755 %s/%s"):format(dir, name)))
+      return dir .. "/" .. name
+    end
+    local bad = script("bad", "#!  /nonexistent/interp -x\necho hi\n")
+    local dos = script("dos", "#!/bin/sh\r\necho hi\r\n")
+    -- an ELF whose loader (PT_INTERP) is renamed to one that does not exist
+    local elf = io.open("/bin/true", "rb"):read("a")
+    local n
+    elf, n = elf:gsub("(/lib[%w_/%-]*/ld%-[%w_%.%-]+)%z", function(p) return p:sub(1, -2) .. "Q\0" end, 1)
+    assert.are.equal(1, n)
+    local noloader = script("noloader", elf)
+    local r, msg, errno = perf.stat({ bad }, "task-clock")
+    assert.is_nil(r)
+    assert.are.equal(2, errno)
+    assert.are.equal(('perf.stat: cannot run "%s": No such file or directory (ENOENT); bad interpreter: '
+      .. '%s names /nonexistent/interp on its #! line, which does not exist'):format(bad, bad), msg)
+    msg = select(2, perf.stat({ dos }, "task-clock"))
+    assert.matches("#! line ends with a carriage return (DOS line endings)", msg, 1, true)
+    msg = select(2, perf.stat({ noloader }, "task-clock"))
+    assert.matches(noloader .. " exists, but its ELF interpreter (the dynamic loader it names) does not", msg, 1, true)
+    -- found in PATH: the file found is named
+    local out = H.run_lua([[print(select(2, require("perf").stat({ "bad" }, "task-clock")))]],
+      "PATH=" .. dir .. ":$PATH")
+    assert.matches(('cannot run "bad": No such file or directory (ENOENT); bad interpreter: %s names'):format(bad),
+      out, 1, true)
+    -- as before where nothing exists
+    msg = select(2, perf.stat({ dir .. "/none" }, "task-clock"))
+    assert.matches("ENOENT); no such file", msg, 1, true)
+    os.execute("rm -rf " .. dir)
   end)
 end)
