@@ -580,4 +580,16 @@ describe("perf-lua stat advice", function()
     assert.matches("perf-lua list shows the events of this machine", text, 1, true)
     assert.is_nil(text:find("perf.list(", 1, true))
   end)
+
+  it("says the -o file cannot be created, runs nothing and exits 255, as perf stat", function()
+    local marker = os.tmpname()
+    os.remove(marker)
+    local p = io.popen(("%s bin/perf-lua stat -o /nonexistent/dir/f -e task-clock -- touch %s 2>&1; echo \"exit $?\"")
+      :format(H.example, marker))
+    local text = p:read("a")
+    p:close()
+    assert.are.equal("perf-lua stat: cannot create the output file /nonexistent/dir/f: "
+      .. "No such file or directory\nexit 255\n", text)
+    assert.is_nil(io.open(marker))                    -- the command did not run
+  end)
 end)

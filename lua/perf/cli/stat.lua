@@ -28,7 +28,8 @@
 --   -o, --output FILE      print to FILE instead of standard error
 --
 -- Exits with the command's exit status (128 + the signal's number if a
--- signal ended it; 127 or 126 if it could not run; 129 for a usage error).
+-- signal ended it; 127 or 126 if it could not run; 129 for a usage error;
+-- 255, as perf stat, if the -o file cannot be created).
 local arg = ...
 local perf = require "perf"
 local F = require "perf.stat_format"
@@ -123,7 +124,14 @@ end
 if #events == 0 then events = { "task-clock", "context-switches", "cpu-migrations", "page-faults" } end
 
 local out = io.stderr
-if outfile then out = assert(io.open(outfile, "w")) end
+if outfile then                                      -- before the command runs, as perf stat
+  local f, msg = io.open(outfile, "w")
+  if not f then
+    io.stderr:write(("perf-lua stat: cannot create the output file %s\n"):format(msg))
+    os.exit(255)
+  end
+  out = f
+end
 
 -- with -I, each interval is printed as it ends
 local on_interval, since
