@@ -238,8 +238,9 @@ const char *pl_open_hint(int err, const struct pl_attr *a, pid_t pid, int cpu,
         "(an exclusive or pinned event, or another tool)");
     break;
   case ENOSPC:
-    add(buf, len, "no free hardware breakpoint slot: close other "
-        "breakpoints (see perf.capabilities().max_breakpoints)");
+    add(buf, len, "no free hardware breakpoint slot: this thread's breakpoints "
+        "and the CPU-wide ones of any process take them (perf.capabilities()"
+        ".max_breakpoints: how many are free now)");
     break;
   case EBADF:
     if (group_fd != -1)

@@ -116,6 +116,30 @@ end)
 describe("perf.capabilities probes", function()
   local H = require "helpers"
 
+  it("the breakpoint slots when asked: none while CPU-wide breakpoints hold them, all once freed", function()
+    local bytes = string.rep("h", 64)
+    local held = {}                  -- every slot of CPU 0, briefly
+    for i = 1, 16 do
+      local ev = perf.open({ type = "breakpoint", bp_type = "w", bp_addr = perf.addressof(bytes) + i,
+        bp_len = 1, exclude_kernel = true }, { pid = -1, cpu = 0 })
+      if not ev then break end
+      held[i] = ev
+    end
+    local during = perf.capabilities()
+    local msg, errno = H.fails(perf.watch(perf.addressof(bytes), { mode = "w" }))
+    for _, ev in ipairs(held) do ev:close() end
+    local after = perf.capabilities()
+    assert.are.equal(4, #held)                   -- x86: four debug registers
+    assert.is_false(during.breakpoints)
+    assert.are.equal(0, during.max_breakpoints)
+    assert.matches("no hardware breakpoint slot is free now", during.why.breakpoints, 1, true)
+    assert.are.equal(28, errno)
+    assert.matches("the CPU-wide ones of any process take them", msg, 1, true)
+    assert.is_true(after.breakpoints)
+    assert.are.equal(4, after.max_breakpoints)
+    assert.is_nil(after.why.breakpoints)
+  end)
+
   it("read_lost as an unprivileged user: probed in user space (child as nobody)", function()
     local out, why = H.run_as_nobody([[
       local caps = require("perf").capabilities()

@@ -1,4 +1,7 @@
--- What this machine's kernel lets perf do, probed once and cached.
+-- What this machine's kernel lets perf do, probed once and cached, except
+-- what can change from one moment to the next: tracefs (it can be mounted
+-- later) and the free hardware breakpoint slots (other processes' CPU-wide
+-- breakpoints and this thread's own take them), probed at every call.
 --
 -- perf.capabilities() returns a fresh table each call:
 --   kernel, paranoid, pmu, rdpmc, tracefs, breakpoints, max_breakpoints,
@@ -60,8 +63,11 @@ function M.read_lost()
   return read_lost, read_lost_why
 end
 
--- Hardware breakpoint slots: open read/write watchpoints on one byte until
--- the kernel says ENOSPC (it counts slots per task, so others' are no matter).
+-- The hardware breakpoint slots free for this thread now: read/write
+-- watchpoints on one byte opened until the kernel says ENOSPC. The kernel
+-- counts a thread's slots on each CPU together with the CPU-wide
+-- breakpoints there (kernel/events/hw_breakpoint.c), so a process holding
+-- every slot of one CPU leaves none, until it lets them go.
 local function breakpoint_slots()
   local anchor = string.rep("b", 16)
   local addr = core.addressof(anchor)
@@ -109,11 +115,6 @@ local function probe_all()
 
   t.tracefs, why.tracefs = M.tracefs()
 
-  local slots, slots_err = breakpoint_slots()
-  t.max_breakpoints = slots
-  t.breakpoints = slots > 0
-  if slots == 0 then why.breakpoints = slots_err or "no hardware breakpoint slot is free" end
-
   t.uprobes = exists("/sys/bus/event_source/devices/uprobe/type")
   if not t.uprobes then why.uprobes = "the kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)" end
 
@@ -131,8 +132,15 @@ end
 function M.get()
   cached = cached or probe_all()
   local t = copy(cached)
-  -- tracefs can be mounted after a failure: never report a stale answer
+  -- tracefs can be mounted after a failure, and breakpoint slots freed:
+  -- never report a stale answer
   t.tracefs, t.why.tracefs = M.tracefs()
+  local slots, err = breakpoint_slots()
+  t.max_breakpoints, t.breakpoints, t.why.breakpoints = slots, slots > 0, nil
+  if slots == 0 then
+    t.why.breakpoints = err or "no hardware breakpoint slot is free now (this thread's "
+      .. "breakpoints and the CPU-wide ones of any process take them)"
+  end
   return core.show(t, "perf.capabilities")
 end
 

@@ -61,7 +61,9 @@ local perf = {
 -- @return[2] nil, message, errno when prctl fails
 -- @usage perf.disable_all()
 
---- What this machine's kernel lets perf do, probed once (a fresh copy each call).
+--- What this machine's kernel lets perf do, probed once (a fresh copy each
+-- call), except `tracefs`, `breakpoints` and `max_breakpoints` (the hardware
+-- breakpoint slots free for this thread now), probed at every call.
 -- Fields: `kernel`, `paranoid`, `pmu` (a hardware PMU exists), `rdpmc`,
 -- `tracefs` (its path or nil), `breakpoints`, `max_breakpoints`, `uprobes`,
 -- `max_sample_rate`, `max_stack`, `mlock_kb`, `attr_size`, `read_lost`,
