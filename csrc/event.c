@@ -111,6 +111,11 @@ int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
                "the perf_event controller: give a directory of the cgroup v2 "
                "hierarchy (mount -t cgroup2) or of a v1 hierarchy mounted with "
                "-o perf_event");
+    /* the kernel wants a CPU with a cgroup (perf_event_open(2), EINVAL) */
+    if ((flags & PERF_FLAG_PID_CGROUP) && cpu < 0 && err == EINVAL)
+      snprintf(hint, sizeof hint, "a cgroup event counts on one CPU: give target.cpu "
+               "(one event for each of perf.cpus.online()), or count the cgroup on "
+               "every CPU with perf.stat({ cgroup = G }, events, { duration = s })");
     lua_pop(L, 1);
     return pl_fail(L, err, lua_pushfstring(L, "perf.open \"%s\"", name), hint);
   }
@@ -195,7 +200,7 @@ static int l_open(lua_State *L) {
       if (cgfd < 0) {
         int err = errno;
         return pl_fail(L, err, lua_pushfstring(L, "perf.open: cgroup \"%s\"", path),
-                       "give the cgroup's directory, e.g. /sys/fs/cgroup/<name>");
+                       "give the cgroup's directory");
       }
       pid = cgfd;
       flags |= PERF_FLAG_PID_CGROUP;

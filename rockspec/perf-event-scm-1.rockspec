@@ -65,6 +65,7 @@ build = {
     ["perf.cli.top"] = "lua/perf/cli/top.lua",
     ["perf.base"] = "lua/perf/base.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
+    ["perf.cgroup"] = "lua/perf/cgroup.lua",
     ["perf.cpus"] = "lua/perf/cpus.lua",
     ["perf.data"] = "lua/perf/data.lua",
     ["perf.data_writer"] = "lua/perf/data_writer.lua",

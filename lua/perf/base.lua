@@ -149,7 +149,12 @@ function M.open(spec, target)
     if ok and ev then require("perf.uprobe").bind(probe, ev) else probe:remove() end
   end
   if not ok then error(strip(ev), 2) end
-  if not ev then return nil, msg, errno end
+  if not ev then
+    if type(target) == "table" and type(target.cgroup) == "string" then
+      msg = require("perf.cgroup").advise(msg, errno, target.cgroup)
+    end
+    return nil, msg, errno
+  end
   return ev
 end
 

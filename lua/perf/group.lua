@@ -130,6 +130,9 @@ local function open_one(e, target, opts, notes)
     if ev then require("perf.uprobe").bind(probe, ev) else probe:remove() end
   end
   if ev then return ev end
+  if type(target) == "table" and type(target.cgroup) == "string" then
+    msg = require("perf.cgroup").advise(msg, errno, target.cgroup)
+  end
   return nil, msg, errno
 end
 

@@ -7,28 +7,18 @@
 --   { cgroup = G }    every task of cgroup G on every online CPU; G is a
 --                     directory, or a name under the hierarchy perf_event
 --                     counts in (a v1 hierarchy mounted with perf_event,
---                     else the cgroup2 one), as perf stat -G takes it
+--                     else the cgroup2 one: perf.cgroup), as perf stat -G
+--                     takes it
 --
 -- (perf_event_open's pid is one thread: a process is the sum of its
 -- threads' counters, as perf stat -p opens one per thread.)
 local fs = require "perf.fs"
+local cgroup = require "perf.cgroup"
 
 local M = {}
 
 local KEYS = { pid = true, tid = true, cgroup = true }
 local ESRCH, ENOENT = 3, 2
-
--- Where cgroup names are found: the mount of a v1 hierarchy with the
--- perf_event controller, else of cgroup2 (/proc/self/mounts).
-local function cgroup_root()
-  local v2
-  for line in (fs.read("/proc/self/mounts") or ""):gmatch("[^\n]+") do
-    local dir, kind, flags = line:match("^%S+ (%S+) (%S+) (%S+)")
-    if kind == "cgroup" and ("," .. flags .. ","):find(",perf_event,", 1, true) then return dir end
-    if kind == "cgroup2" then v2 = v2 or dir end
-  end
-  return v2 or "/sys/fs/cgroup"
-end
 
 --- processes.is_target(t) -> whether t is a target table, not an argv list
 function M.is_target(t)
@@ -50,7 +40,7 @@ function M.check(t)
     n = n + 1
     if k == "cgroup" then
       if type(v) ~= "string" or v == "" then
-        error("perf.stat: cgroup must be a cgroup directory, or a name under " .. cgroup_root(), 0)
+        error("perf.stat: cgroup must be a cgroup directory, or a name under " .. (cgroup.root() or "/sys/fs/cgroup"), 0)
       end
     elseif math.type(v) ~= "integer" or v <= 0 then
       error(("perf.stat: %s must be a positive integer, got %s"):format(k, tostring(v)), 0)
@@ -66,17 +56,11 @@ function M.describe(t)
   return ("cgroup '%s'"):format(t.cgroup)
 end
 
--- The cgroup directory a name stands for.
-local function cgroup_dir(g)
-  if g:sub(1, 1) == "/" then return g end
-  return cgroup_root() .. "/" .. g
-end
-
 --- processes.targets(t, online) -> list of perf.open targets, cpus | nil, message, errno
 -- For a cgroup, one per CPU of `online` and that list; else one per thread.
 function M.targets(t, online)
   if t.cgroup then
-    local dir = cgroup_dir(t.cgroup)
+    local dir = cgroup.dir(t.cgroup)
     if not fs.isdir(dir) then
       return nil, ("no cgroup %s (%s is no directory)"):format(t.cgroup, dir), ENOENT
     end
