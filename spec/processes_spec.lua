@@ -35,6 +35,39 @@ local function waiting_process(n)
   return pid, command, cleanup
 end
 
+-- A process of 4 threads (spec/fixtures/threads_open.c): its main thread
+-- in pause(), 3 others waiting to open `n` files each; one of them starts
+-- a 5th thread that opens `m`. Returns its pid, its threads' tids by name
+-- (main, w0, w1, w2), the command that sets them going and waits for
+-- them, and a cleanup function.
+local function threaded_process(n, m)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute(("mkdir %s && mkfifo %s/go %s/done && cc -O2 -pthread -o %s/threads_open "
+    .. "spec/fixtures/threads_open.c"):format(dir, dir, dir, dir)))
+  local p = assert(io.popen(("%s/threads_open %s %d %d >/dev/null 2>&1 & echo $!"):format(dir, dir, n, m)))
+  local pid = math.tointeger(tonumber(p:read("l")))
+  p:close()
+  local tids
+  for _ = 1, 500 do                       -- until w0, w1 and w2 wait in open(2)
+    tids = {}
+    local waiting = 0
+    for _, tid in ipairs(require("perf.fs").listdir(("/proc/%d/task"):format(pid))) do
+      local task = ("/proc/%d/task/%s/"):format(pid, tid)
+      local name = (require("perf.fs").read(task .. "comm") or ""):match("[^\n]*")
+      tids[math.tointeger(tonumber(tid)) == pid and "main" or name] = math.tointeger(tonumber(tid))
+      if require("perf.fs").read(task .. "wchan") == "wait_for_partner" then waiting = waiting + 1 end
+    end
+    if waiting == 3 then break end
+    os.execute("sleep 0.01")
+  end
+  local command = { "sh", "-c", ("echo go > %s/go; cat %s/done >/dev/null"):format(dir, dir) }
+  local function cleanup()
+    os.execute(("kill %d 2>/dev/null; rm -rf %s"):format(pid, dir))
+  end
+  return pid, tids, command, cleanup
+end
+
 -- cgroup2's mount, or nil
 local function cgroup2()
   for line in io.lines("/proc/self/mounts") do
@@ -64,6 +97,34 @@ describe("perf.stat of a running process (perf.processes)", function()
     for l in io.lines(out) do theirs = theirs or math.tointeger(tonumber(l:match("^(%d+),"))) end
     os.remove(out)
     assert.are.equal(theirs, r[1])
+  end)
+
+  it("counts the threads a process runs and those they start, where one perf.open of its pid counts none", function()
+    -- 3 threads open 5 files each, a thread one of them starts opens 4, and
+    -- 1 more answers: 20; the main thread only waits in pause()
+    local pid, tids, command, cleanup = threaded_process(5, 4)
+    assert.is_number(tids.w2)
+    local main_only <close> = assert(perf.open({ "syscalls:sys_enter_openat", inherit = true }, { pid = pid }))
+    assert(main_only:enable())
+    local r, msg = perf.stat({ pid = pid }, { "syscalls:sys_enter_openat", "task-clock" }, { command = command })
+    cleanup()
+    assert(r, msg)
+    assert.are.equal(0, main_only:read())   -- the kernel's pid is one thread
+    assert.are.equal(20, r[1])
+    assert.is_true(r["task-clock"] > 0)
+    -- perf stat -p on the same work; one thread, and the thread it starts, as perf stat -t
+    local function again(count)
+      local p, t, cmd, done = threaded_process(5, 4)
+      local result = count(p, t, cmd)
+      done()
+      return result
+    end
+    local theirs = again(function(p, _, cmd) return H.perf_stat(cmd, { "syscalls:sys_enter_openat" }, "-p " .. p) end)
+    assert.are.equal(20, theirs["syscalls:sys_enter_openat"])
+    local w0 = again(function(_, t, cmd) return perf.stat({ tid = t.w0 }, "syscalls:sys_enter_openat", { command = cmd }) end)
+    local w1 = again(function(_, t, cmd) return perf.stat({ tid = t.w1 }, "syscalls:sys_enter_openat", { command = cmd }) end)
+    assert.are.equal(5 + 4 + 1, w0[1])
+    assert.are.equal(5, w1[1])
   end)
 
   it("counts one thread, as perf stat -t", function()

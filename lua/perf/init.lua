@@ -115,8 +115,9 @@ local strip = base.strip_position
 -- `"page-faults:u"`, `"sched:sched_switch"`, `"r01c2"`,
 -- `"mem:0x1000/8:w"`), a table of `perf_event_attr` fields under their
 -- kernel names, or such a table whose `[1]` is a perf-syntax string
--- @tparam[opt] table target `pid` (default 0, this process; a pid is one
--- *thread* to the kernel; -1 any), `cpu` (default -1, any), `group` (an
+-- @tparam[opt] table target `pid` (default 0, this thread; a pid is one
+-- *thread* to the kernel: count a whole process, its threads and those it
+-- starts, with `perf.stat({ pid = P }, ...)`; -1 any), `cpu` (default -1, any), `group` (an
 -- event or group to join), `cgroup` (a cgroup directory),
 -- `flags` (`{"fd_no_group", "fd_output"}`)
 -- @treturn[1] perf.core.event the event handle
