@@ -23,7 +23,7 @@ HDRS := $(wildcard csrc/*.h)
 
 # Debian packages a fresh machine needs for the build, the tests and the demo.
 DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
-              lua-ldoc lua-discount tmux chromium lua-check
+              lua-ldoc lua-discount tmux chromium lua-check golang-go
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
 .PHONY: all deps test demo docs asan lint install clean check-root

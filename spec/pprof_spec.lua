@@ -175,18 +175,52 @@ describe("pprof output", function()
     H.assert_has("did you mean pprof?", select(2, pcall(prof.write, prof, path, "pprf")))
   end)
 
-  -- pprof's own reader, where Go is installed (Debian's golang-go; not a
-  -- test dependency: the reader above checks every field)
+  -- pprof's own reader: `go tool pprof` from Debian's golang-go (a test
+  -- dependency, installed by `make deps`), run offline in a directory of
+  -- its own: no network, no toolchain download, nothing left in $HOME.
   local with_go = H.sh("command -v go") ~= "" and it or pending
   local with_tracefs_go = perf.capabilities().tracefs and with_go or pending
-  with_tracefs_go("is read by go tool pprof, which finds the same lines", function()
+  local function go_pprof(args, path)
+    local home = os.tmpname()
+    os.remove(home)
+    assert(os.execute("mkdir -p " .. home))
+    local env = ("env -i PATH=/usr/bin:/bin HOME=%s GOCACHE=%s/cache GOPATH=%s/go "
+      .. "GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod"):format(home, home, home)
+    local out = H.sh(("%s go tool pprof %s %s 2>&1"):format(env, args, path))
+    os.execute("rm -rf " .. home)
+    return out
+  end
+  local FXP = FX:gsub("%p", "%%%0")
+
+  with_tracefs_go("is read by go tool pprof -top, which finds the same lines and total", function()
     local prof = assert(perf.profile(function() fx.both() end, { event = OPENAT }))
     local path = os.tmpname() .. ".pb.gz"
     assert.is_true(prof:write(path))
-    local out = H.sh("HOME=/tmp go tool pprof -top -lines " .. path .. " 2>&1")
+    local out = go_pprof("-top -lines", path)
     os.remove(path)
-    assert.matches("\n%s*30%s+75%.00%%.-thirty " .. FX:gsub("%p", "%%%0") .. ":7\n", out)
-    assert.matches("\n%s*10%s+25%.00%%.-ten " .. FX:gsub("%p", "%%%0") .. ":13\n", out)
+    assert.matches("\nType: " .. OPENAT:gsub("%p", "%%%0") .. "\n", out)
+    assert.matches("Showing nodes accounting for 40, 100%% of 40 total", out)
+    assert.matches("\n%s*30%s+75%.00%%.-thirty " .. FXP .. ":7\n", out)
+    assert.matches("\n%s*10%s+25%.00%%.-ten " .. FXP .. ":13\n", out)
+    assert.matches("\n%s*0%s+0%%%s+100%%%s+30%s+75%.00%%%s+both " .. FXP .. ":19\n", out)
+  end)
+
+  with_tracefs_go("is read by go tool pprof -raw: sample types, stacks, counts", function()
+    local prof = assert(perf.profile(function() fx.both() end, { event = OPENAT }))
+    local path = os.tmpname() .. ".pb.gz"
+    assert.is_true(prof:write(path))
+    local out = go_pprof("-raw", path)
+    os.remove(path)
+    assert.matches("\nPeriodType: " .. OPENAT:gsub("%p", "%%%0") .. " count\n", out)
+    assert.matches("\n" .. OPENAT:gsub("%p", "%%%0") .. "/count%[dflt%]\n", out)
+    -- location ids by what they hold, then each sample's stack by those ids
+    local loc = {}
+    for id, what in out:gmatch("\n%s*(%d+): 0x0 M=1 (.-) s=%d+") do loc[what] = id end
+    local thirty, ten = loc["thirty " .. FX .. ":7"], loc["ten " .. FX .. ":13"]
+    local both19, both20 = loc["both " .. FX .. ":19"], loc["both " .. FX .. ":20"]
+    assert.truthy(thirty and ten and both19 and both20, out)
+    assert.matches("\n%s*30: " .. thirty .. " " .. both19 .. " ", out)
+    assert.matches("\n%s*10: " .. ten .. " " .. both20 .. " ", out)
   end)
 
   it("counts cpu-clock samples in nanoseconds", function()
