@@ -27,9 +27,12 @@
 ** or the coroutine resumed through the wrappers of coroutine.resume and
 ** coroutine.wrap that the Lua side installs while profiling.
 **
-** With a ring (native mode) the event samples PERF_SAMPLE_CALLCHAIN; the
-** kernel writes the record before it queues the signal, so when the hook
-** takes n overflows the oldest n sample records in the ring are theirs.
+** With a ring the event's sample records carry what the hook cannot see:
+** the native call chain (PERF_SAMPLE_CALLCHAIN, native mode) and the
+** values of the group it leads (PERF_SAMPLE_READ with PERF_FORMAT_GROUP
+** and ID, for counters = {...}: profile_counters.c charges their deltas).
+** The kernel writes the record before it queues the signal, so when the
+** hook takes n overflows the oldest n sample records in the ring are theirs.
 */
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,6 +49,7 @@
 #define MAXFRAMES 256           /* Lua and C frames kept per sample */
 #define MAXNATIVE 64            /* native frames kept per sample */
 #define MAXLINKS 256            /* nested resumes followed */
+#define MAXREAD 17              /* group values kept per sample: leader + 16 */
 
 typedef struct profstate {
   int open;
@@ -69,7 +73,9 @@ static struct {
   pl_profile_weigh_fn weigh;    /* the weight of charged samples (NULL: 1 each) */
   pl_profile_charge_fn on_charge; /* called with each key charged, or NULL */
   int charging;                 /* the hook is charging (its allocations are its own) */
-  pl_ring *ring;                /* native mode: its ring */
+  pl_ring *ring;                /* its ring (native frames, group values) */
+  int nread;                    /* group values of the sample being charged */
+  uint64_t read_value[MAXREAD], read_id[MAXREAD];
   lua_State *base;              /* thread that started */
   int skip;                     /* root frames of `base` not charged */
   unsigned gen;                 /* start count, to match resume links */
@@ -134,6 +140,12 @@ void pl_profile_set_weigh(pl_profile_weigh_fn fn) { P.weigh = fn; }
 void pl_profile_set_on_charge(pl_profile_charge_fn fn) { P.on_charge = fn; }
 
 int pl_profile_charging(void) { return P.charging; }
+
+int pl_profile_sample_read(const uint64_t **values, const uint64_t **ids) {
+  *values = P.read_value;
+  *ids = P.read_id;
+  return P.nread;
+}
 
 /* ---- the stack walk ---- */
 
@@ -200,14 +212,41 @@ static void push_lua_stack(lua_State *L, int event) {
   luaL_pushresult(&b);
 }
 
-/* ---- native call chains from the ring ---- */
+/* ---- sample records from the ring ---- */
 
-/* Reads the next sample record's user call chain into ips (up to max,
-** leaf first, stopping at the first address no loaded object holds).
-** Returns the count, 0 for an overflow whose record was lost, -1 when no
-** record is left. *lost carries PERF_RECORD_LOST counts between calls. */
-static int next_chain(pl_ring *r, uint64_t *ips, int max, uint64_t *lost) {
+/* Keeps the group values of a decoded sample for pl_profile_sample_read. */
+static void keep_read(const pl_sample *sm) {
+  uint64_t nr = sm->read.nr, lost;
+  if (!(sm->read.format & PL_F_GROUP)) nr = 1;
+  if (nr > MAXREAD) nr = MAXREAD;
+  for (uint64_t i = 0; i < nr; i++)
+    pl_readv_entry(&sm->read, i, &P.read_value[i], &P.read_id[i], &lost);
+  P.nread = (int)nr;
+}
+
+/* Reads the user call chain of a decoded sample into ips (up to max, leaf
+** first, stopping at the first address no loaded object holds). */
+static int user_chain(const pl_sample *sm, uint64_t *ips, int max) {
+  int n = 0, user = 0;
+  for (uint64_t i = 0; i < sm->callchain_nr && n < max; i++) {
+    uint64_t ip = pl_u64at(sm->callchain + 8 * i);
+    if (ip >= PL_CONTEXT_MAX) { user = ip == PL_CONTEXT_USER; continue; }
+    if (!user) continue;
+    Dl_info info;
+    if (!dladdr((void *)(uintptr_t)ip, &info) || !info.dli_fname) break;
+    ips[n++] = ip;
+  }
+  return n;
+}
+
+/* Takes the next sample record: its native frames into ips (the count is
+** returned) and its group values (P.nread). Returns 0 with P.nread = 0
+** for an overflow whose record was lost, -1 when no record is left.
+** *lost carries PERF_RECORD_LOST counts between calls. */
+static int next_sample(pl_ring *r, uint64_t *ips, int max, uint64_t *lost) {
+  P.nread = 0;
   if (*lost > 0) { (*lost)--; return 0; }
+  if (r->nlayouts < 1) return -1;
   uint64_t head = pl_ring_head(r);
   for (;;) {
     uint64_t tail = pl_ring_tail(r);
@@ -217,25 +256,18 @@ static int next_chain(pl_ring *r, uint64_t *ips, int max, uint64_t *lost) {
       if (head != tail) pl_ring_set_tail(r, head);   /* unframeable: drop */
       return -1;
     }
-    uint32_t type = pl_u32at(p);
+    pl_record rec;
+    const char *why;
     int n = -2;
-    if (type == PL_REC_SAMPLE && len >= 16) {
-      uint64_t nr = pl_u64at(p + 8);
-      if (nr > (len - 16) / 8) nr = (len - 16) / 8;
-      n = 0;
-      int user = 0;
-      for (uint64_t i = 0; i < nr && n < max; i++) {
-        uint64_t ip = pl_u64at(p + 16 + 8 * i);
-        if (ip >= PL_CONTEXT_MAX) { user = ip == PL_CONTEXT_USER; continue; }
-        if (!user) continue;
-        Dl_info info;
-        if (!dladdr((void *)(uintptr_t)ip, &info) || !info.dli_fname) break;
-        ips[n++] = ip;
+    if (pl_decode(p, len, &r->layouts[0], &rec, &why) == PL_DECODE_OK) {
+      if (rec.type == PL_REC_SAMPLE) {
+        n = user_chain(&rec.u.sample, ips, max);
+        if (rec.layout->sample_type & PL_S_READ) keep_read(&rec.u.sample);
+      } else if (rec.type == PL_REC_LOST) {
+        *lost += rec.u.lost.lost;
       }
-    } else if (type == PL_REC_LOST && len >= 24) {
-      *lost += pl_u64at(p + 16);
     }
-    pl_ring_set_tail(r, tail + len);
+    pl_ring_set_tail(r, tail + len);   /* what it held is copied out */
     if (n >= 0) return n;
     if (*lost > 0) { (*lost)--; return 0; }
   }
@@ -254,7 +286,7 @@ static void charge(lua_State *L, int event, unsigned long n) {
     unsigned long k = n - i;          /* samples charged to this key */
     if (P.ring && P.ring->base) {
       uint64_t ips[MAXNATIVE];
-      int m = next_chain(P.ring, ips, MAXNATIVE, &lost);
+      int m = next_sample(P.ring, ips, MAXNATIVE, &lost);
       if (m >= 0) k = 1;
       luaL_Buffer b;
       luaL_buffinit(L, &b);
@@ -270,6 +302,7 @@ static void charge(lua_State *L, int event, unsigned long n) {
       lua_pushvalue(L, luakey);
     }
     if (P.on_charge) P.on_charge(L, lua_gettop(L));
+    P.nread = 0;
     lua_pushvalue(L, -1);
     lua_Integer have = lua_rawget(L, stacks) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);

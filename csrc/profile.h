@@ -23,6 +23,12 @@ void pl_profile_set_weigh(pl_profile_weigh_fn fn);
 typedef void (*pl_profile_charge_fn)(lua_State *L, int key);
 void pl_profile_set_on_charge(pl_profile_charge_fn fn);
 
+/* The group values (PERF_SAMPLE_READ, leader first) of the sample record
+** the hook charges now, for a charge function: their count, 0 when the
+** sample brought none (no ring, no PERF_SAMPLE_READ, or its record was
+** lost). Valid during the charge only. */
+int pl_profile_sample_read(const uint64_t **values, const uint64_t **ids);
+
 /* 1 while the hook charges (what it allocates is the profiler's own). */
 int pl_profile_charging(void);
 

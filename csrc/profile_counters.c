@@ -2,18 +2,26 @@
 ** profile_counters.c: perf.profile { counters = { ... } }: counter deltas
 ** charged with each sample.
 **
-**   core.profile_counters({ ev, ... }) -> c   (open events, one group)
+**   core.profile_counters({ ev, ... } [, in_ring]) -> c
 **   c:start()  c:stop()  c:close() (also __gc, __close)
 **   c:result() -> { [stack key] = { d1, d2, ... } }, { total1, total2, ... }
 **
 ** Each time the profiler's hook charges a stack (pl_profile_set_on_charge,
-** profile.h), the counters are read and what they counted since the last
-** charge is added to that stack's entry: the deltas that PERF_SAMPLE_READ
-** would carry, read when the sample is charged. The group is enabled once,
-** when it is opened (perf.profile_modes), and counts until it is closed:
-** each start only takes the values as the new base. (Enabling a group again that mixes software
-** PMUs, cpu-clock or task-clock with page-faults, leaves the members
-** stopped on this kernel: see KERNEL-NOTES.)
+** profile.h), what the counters counted since the sample before is added
+** to that stack's entry. Where the values come from:
+**
+** - in_ring: the events are members of a group the sampling event leads,
+**   which samples PERF_SAMPLE_READ with PERF_FORMAT_GROUP|ID: each sample
+**   record carries the group's values, taken by the kernel at the
+**   overflow (pl_profile_sample_read), matched to the members by id. A
+**   sample whose record was lost charges nothing: the next one carries its
+**   counts. The members stay enabled and the leader gates the group
+**   (group.c says why); start takes the members' values, read while the
+**   leader is still disabled, as the base.
+** - otherwise (the timer, alloc, off-cpu and wall modes, whose samples
+**   come from no group leader): the events form a group of their own,
+**   enabled once when opened, and are read with read(2) when the sample
+**   is charged; start takes the values as the new base.
 */
 #include <string.h>
 
@@ -26,6 +34,7 @@ typedef struct profcounters {
   int open;
   int active;
   int n;
+  int in_ring;                   /* values from the sample records */
   pl_event *ev[MAXCOUNTERS];     /* kept alive by uv1 */
   uint64_t last[MAXCOUNTERS];
   lua_Integer total[MAXCOUNTERS];
@@ -43,11 +52,28 @@ static void read_all(profcounters *c, uint64_t *v) {
   }
 }
 
+/* The members' values in the sample being charged; 0 if it has none. */
+static int sample_values(profcounters *c, uint64_t *v) {
+  const uint64_t *values, *ids;
+  int nr = pl_profile_sample_read(&values, &ids);
+  if (nr == 0) return 0;
+  for (int i = 0; i < c->n; i++) {
+    v[i] = c->last[i];             /* a member missing from it counts nothing */
+    for (int j = 0; j < nr; j++)
+      if (ids[j] == c->ev[i]->id && ids[j] != 0) { v[i] = values[j]; break; }
+  }
+  return 1;
+}
+
 static void on_charge(lua_State *L, int key) {
   profcounters *c = owner;
   if (!c || !lua_checkstack(L, 4)) return;
   uint64_t v[MAXCOUNTERS];
-  read_all(c, v);
+  if (c->in_ring) {
+    if (!sample_values(c, v)) return;
+  } else {
+    read_all(c, v);
+  }
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key_registry) != LUA_TTABLE) {
     lua_pop(L, 1);
     return;
@@ -90,7 +116,7 @@ static void stop(lua_State *L, profcounters *c) {
   c->active = 0;
 }
 
-/* core.profile_counters({ ev, ... }) */
+/* core.profile_counters({ ev, ... } [, in_ring]) */
 static int counters_new(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   int n = (int)luaL_len(L, 1);
@@ -108,6 +134,7 @@ static int counters_new(lua_State *L) {
   lua_newtable(L);
   lua_setiuservalue(L, -2, 2);          /* uv2: deltas by stack */
   c->n = n;
+  c->in_ring = lua_toboolean(L, 2);
   c->open = 1;
   return 1;
 }

@@ -66,6 +66,97 @@ describe("profile counters", function()
     assert.equal(75, f.counters[OPENAT])
   end)
 
+  -- the sampling event leads the group: each sample record carries the
+  -- members' values (PERF_SAMPLE_READ, PERF_FORMAT_GROUP|ID)
+  with_tracefs("reads the counters from the samples: page faults per line match a count of the same work", function()
+    local A, B = 10240, 2560                      -- pages, each touched twice
+    local function work() fx2.faults_a(A) fx2.faults_b(B) end
+    local ev = assert(perf.open "page-faults")
+    ev:enable()
+    work()
+    ev:disable()
+    local alone = ev:read()
+    ev:close()
+    local prof = assert(perf.profile(work, { event = CLOSE,
+      counters = { "page-faults", OPENAT, "context-switches" } }))
+    assert.equal(2, prof.samples)
+    local a = assert(find(prof:lines(), { source = FX2, line = 69 }))
+    local b = assert(find(prof:lines(), { source = FX2, line = 75 }))
+    assert.equal(1, a.counters[OPENAT])           -- tracepoints: exact
+    assert.equal(1, b.counters[OPENAT])
+    local pa, pb = a.counters["page-faults"], b.counters["page-faults"]
+    assert.is_true(pa >= 2 * A and pa < 2 * A + 64, tostring(prof))
+    assert.is_true(pb >= 2 * B and pb < 2 * B + 64, tostring(prof))
+    assert.equal(pa + pb, prof.counters["page-faults"])
+    -- the same work counted alone: the same faults, to the few that
+    -- malloc's state and the profiler's own tables add or spare
+    assert.is_true(math.abs(prof.counters["page-faults"] - alone) < 64,
+      ("%d faults profiled, %d alone"):format(prof.counters["page-faults"], alone))
+  end)
+
+  with_tracefs("charges the context switches of sleeps, and tracepoints exactly, per line", function()
+    local prof = assert(perf.profile(fx2.sleep_then_close, { event = CLOSE,
+      counters = { "context-switches", OPENAT } }, 5))
+    assert.equal(5, prof.samples)
+    local l = assert(find(prof:lines(), { source = FX2, line = 83 }))
+    assert.equal(5, l.count)
+    assert.equal(5, l.counters[OPENAT])
+    -- each sleep waits for a child at least once
+    assert.is_true(l.counters["context-switches"] >= 5, tostring(prof))
+    assert.equal(l.counters["context-switches"], prof.counters["context-switches"])
+  end)
+
+  with_tracefs("rides along native call chains in the same sample records", function()
+    local prof = assert(perf.profile(function() fx.both() end,
+      { event = OPENAT, native = true, counters = { CLOSE } }))
+    assert.equal(40, prof.samples)
+    assert.equal(39, prof.counters[CLOSE])
+    assert.same({ [CLOSE] = 29 }, assert(find(prof:lines(), { source = FX, line = 7 })).counters)
+    assert.matches("open", prof:folded())          -- libc's open, under io.open
+  end)
+
+  with_tracefs("survives a storm of samples: 20000 in a row, every count charged", function()
+    local prof = assert(perf.profile(fx2.open_a, { event = CLOSE,
+      counters = { OPENAT, "page-faults" } }, 20000))
+    assert.equal(20000, prof.samples + prof.lost)
+    assert.equal(20000, prof.counters[OPENAT] + prof.lost)
+    if prof.lost == 0 then
+      assert.same(20000, assert(find(prof:lines(), { source = FX2, line = 7 })).counters[OPENAT])
+    end
+  end)
+
+  with_tracefs("stops and releases the group after an error in fn, and when collected unstopped", function()
+    local before = H.fd_count()
+    local ok, err = pcall(perf.profile, function()
+      io.open("/dev/null"):close()
+      error("boom")
+    end, { event = CLOSE, counters = { OPENAT, "page-faults" } })
+    assert.is_false(ok)
+    H.assert_has("boom", err)
+    assert.is_false(perf.core.profile_running())
+    collectgarbage()
+    assert.equal(before, H.fd_count())
+    do
+      local p = assert(perf.profiler { event = CLOSE, counters = { OPENAT, "page-faults" } })
+      p:start()
+      fx2.open_a(10)
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.is_false(perf.core.profile_running())
+    assert.is_nil(debug.gethook())
+    assert.equal(before, H.fd_count())
+    local prof = assert(perf.profile(fx2.open_a, { event = CLOSE, counters = { OPENAT } }, 10))
+    assert.equal(10, prof.counters[OPENAT])      -- and it works again
+  end)
+
+  it("counts with the timer too, reading the counters when each sample is charged", function()
+    local prof = assert(perf.profile(fx2.fault_then_spin, { event = "timer", freq = 1000,
+      counters = { "page-faults" } }, 10240, 0.05))
+    local f = assert(find(prof:functions(), { source = FX2, line = 45 }))
+    assert.is_true(f.counters["page-faults"] >= 2 * 10240, tostring(prof))
+  end)
+
   it("charges the context switch of a sleep to its line in an off-CPU profile", function()
     local prof = assert(perf.profile(fx2.nap, { mode = "off-cpu", counters = { "context-switches" } }, 0.05))
     local nap = assert(find(prof:lines(), { source = FX2, line = 34 }))

@@ -24,7 +24,7 @@ local M = {}
 local OPTION_KEYS = { event = true, freq = true, period = true, native = true, mode = true,
   counters = true }
 local DEFAULT_FREQ = 999
-local NATIVE_PAGES = 64                 -- ring pages for native call chains
+local RING_PAGES = 64                   -- ring pages for native call chains, counters
 local NATIVE_DEPTH = 64                 -- user frames the kernel records
 
 local function option_error(msg) error("perf.profile: " .. msg, 4) end
@@ -107,16 +107,22 @@ Profiler.__index = Profiler
 function M.profiler(perf, opts)
   opts = check_options(opts)
   local modes = require "perf.profile_modes"
+  local mode = modes.check(opts)
+  local cattrs, cnames, cerrno
+  if opts.counters ~= nil then
+    cattrs, cnames, cerrno = modes.counter_attrs(perf, opts.counters)
+    if not cattrs then return nil, cnames, cerrno end
+  end
   local function handle(p, msg, errno)             -- made by perf.profile_modes
     if not p then return nil, msg, errno end
     p = setmetatable(p, Profiler)
     p.state = core.profile_state(p.event, nil)
     local ok
-    ok, msg, errno = modes.attach(perf, p, opts)    -- counters
+    ok, msg, errno = modes.attach(perf, p, cattrs, cnames)   -- counters, read at each charge
     if not ok then p:close() return nil, msg, errno end
     return p
   end
-  if modes.check(opts) ~= "cpu" or opts.event == "timer" then   -- alloc, off-cpu, wall, timer
+  if mode ~= "cpu" or opts.event == "timer" then   -- alloc, off-cpu, wall, timer
     return handle(modes.open(perf, opts))
   end
   local spec = opts.event or "cpu-clock"
@@ -142,11 +148,17 @@ function M.profiler(perf, opts)
   else
     attr.freq, attr.sample_freq, attr.sample_period = nil, nil, period
   end
+  local sample_type = {}
   if opts.native then
-    attr.sample_type = { "callchain" }
+    sample_type[#sample_type + 1] = "callchain"
     attr.exclude_callchain_kernel = true
     attr.sample_max_stack = NATIVE_DEPTH
   end
+  if cattrs then                  -- the counters' values ride in each sample
+    sample_type[#sample_type + 1] = "read"
+    attr.read_format = { "group", "id" }
+  end
+  if #sample_type > 0 then attr.sample_type = sample_type end
   attr.name = name
   local ev, msg, errno = perf.open(attr)
   if not ev and modes.timer_replaces(attr, errno, opts) then
@@ -156,16 +168,17 @@ function M.profiler(perf, opts)
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   ok, msg, errno = ev:notify()
   if not ok then ev:close() return nil, msg, errno end
-  local rb
-  if opts.native then
-    rb, msg, errno = ev:mmap(NATIVE_PAGES)
-    if not rb then ev:close() return nil, msg, errno end
-  end
-  local p = setmetatable({ event = ev, ring = rb, name = name, freq = freq,
+  local p = setmetatable({ event = ev, name = name, freq = freq,
     period = period, native = opts.native and true or false }, Profiler)
-  p.state = core.profile_state(ev, rb)      -- made last: finalized first
-  ok, msg, errno = modes.attach(perf, p, opts)  -- counters
-  if not ok then p:close() return nil, msg, errno end
+  if cattrs then
+    p.counters, msg, errno = modes.join(perf, ev, cattrs, cnames)
+    if not p.counters then ev:close() return nil, msg, errno end
+  end
+  if opts.native or cattrs then
+    p.ring, msg, errno = ev:mmap(RING_PAGES)
+    if not p.ring then p:close_events() return nil, msg, errno end
+  end
+  p.state = core.profile_state(ev, p.ring)      -- made last: finalized first
   return p
 end
 
@@ -173,11 +186,18 @@ local function check_open(p)
   if not p.state then error("attempt to use a closed perf profiler", 3) end
 end
 
-function Profiler:start()
-  check_open(self)
-  self.state:start()
+-- Counters whose values ride in the samples take their base before the
+-- sampling event (their leader) is enabled, and stop after it.
+local function start(self, level, extra)
+  if self.counters then self.counters:start() end
+  self.state:start(level, extra)
   if self.extra then self.extra:start() end
   follow_coroutines(self)
+end
+
+function Profiler:start()
+  check_open(self)
+  start(self)
   return true
 end
 
@@ -191,6 +211,7 @@ function Profiler:profile()
     freq = self.freq, period = self.period, native = self.native,
     mode = self.mode, unit = self.unit, note = self.note }
   if self.extra and self.extra.annotate then self.extra:annotate(meta) end
+  if self.counters then self.counters:annotate(meta) end
   return M.new(copy, meta)
 end
 
@@ -198,17 +219,24 @@ function Profiler:stop()
   check_open(self)
   if self.extra then self.extra:stop() end
   self.state:stop()
+  if self.counters then self.counters:stop() end
   unfollow_coroutines(self)
   return self:profile()
 end
 
+-- Closes the events, members before their leader.
+function Profiler:close_events()
+  if self.counters then self.counters:close() end
+  if self.ring then self.ring:close() end
+  if self.event then self.event:close() end
+end
+
 function Profiler:close()
-  if not self.state then return true end
+  if not self.state then self:close_events() return true end
   self.state:close()
   if self.extra then self.extra:close() end
   unfollow_coroutines(self)
-  if self.ring then self.ring:close() end
-  if self.event then self.event:close() end
+  self:close_events()
   self.state = nil
   return true
 end
@@ -283,9 +311,7 @@ function M.profile(perf, fn, opts, ...)
   local p, msg, errno = M.profiler(perf, opts)
   if not p then return nil, msg, errno end
   -- frames from the root up to this one, and pcall's, are not charged
-  p.state:start(1, 1)
-  if p.extra then p.extra:start() end
-  follow_coroutines(p)
+  start(p, 2, 1)
   local results = table.pack(pcall(fn, ...))
   local prof = p:stop()
   p:close()

@@ -211,48 +211,65 @@ function Counters:annotate(meta)
   meta.counter_names, meta.counters, meta.counters_by_key = self.names, named, copy
 end
 
--- The counters in a group of their own (first one leading), or nil,
--- message, errno.
-local function open_counters(perf, list)
+-- The attrs and names of opts.counters; raises on misuse (at the level of
+-- perf.profiler's caller, before any event is open), nil, message, errno
+-- where tracefs cannot be read.
+function M.counter_attrs(perf, list)
   if type(list) ~= "table" or #list == 0 then
-    error(("perf.profile: counters must be a list of events, got %s"):format(type(list)), 5)
+    error(("perf.profile: counters must be a list of events, got %s"):format(type(list)), 3)
   end
-  local events, names = {}, {}
+  local attrs, names = {}, {}
   for i, spec in ipairs(list) do
-    local ok, attr, name = pcall(perf.attr, spec)
-    if not ok then
-      for j = #events, 1, -1 do events[j]:close() end
-      error("perf.profile: counters: " .. perf.strip_position(attr), 5)
-    end
-    local ev, msg, errno
-    if attr then
-      attr.name = name
-      ev, msg, errno = perf.open(attr, events[1] and { group = events[1] } or nil)
-    else
-      msg, errno = name, select(4, pcall(perf.attr, spec))
-    end
-    if not ev then
-      for j = #events, 1, -1 do events[j]:close() end
-      return nil, ("perf.profile: counters: %s"):format((tostring(msg):gsub("^perf%.open ", ""))), errno
-    end
-    events[i], names[i] = ev, name or ev:name()
+    local ok, attr, name, errno = pcall(perf.attr, spec)
+    if not ok then error("perf.profile: counters: " .. perf.strip_position(attr), 3) end
+    if not attr then return nil, "perf.profile: counters: " .. tostring(name), errno end
+    attr.name = name
+    attrs[i], names[i] = attr, name
   end
-  -- enabled once, for good: see csrc/profile_counters.c
-  for _, ev in ipairs(events) do
-    local ok, msg, errno = ev:enable()
-    if not ok then
-      for j = #events, 1, -1 do events[j]:close() end
-      return nil, "perf.profile: counters: " .. msg, errno
-    end
-  end
-  return setmetatable({ c = core.profile_counters(events), events = events, names = names }, Counters)
+  return attrs, names
 end
 
--- Adds opts.counters to the profiler handle p (its extra objects);
--- true, or nil, message, errno.
-function M.attach(perf, p, opts)
-  if opts.counters == nil then return true end
-  local counters, msg, errno = open_counters(perf, opts.counters)
+-- Opens the counters: members of `leader`'s group (their values ride in
+-- its samples), or, with no leader, a group of their own (first one
+-- leading) enabled once, for good. nil, message, errno on failure.
+local function open_counters(perf, attrs, names, leader)
+  local events = {}
+  local function fail(msg, errno)
+    for j = #events, 1, -1 do events[j]:close() end
+    return nil, ("perf.profile: counters: %s"):format((tostring(msg):gsub("^perf%.open ", ""))), errno
+  end
+  for i, attr in ipairs(attrs) do
+    local group = leader or events[1]
+    if leader then attr.disabled = false end   -- enabled: the leader gates them
+    local ev, msg, errno = perf.open(attr, group and { group = group } or nil)
+    if not ev then return fail(msg, errno) end
+    events[i] = ev
+    names[i] = names[i] or ev:name()
+  end
+  if not leader then
+    for _, ev in ipairs(events) do
+      local ok, msg, errno = ev:enable()
+      if not ok then return fail(msg, errno) end
+    end
+  end
+  return setmetatable({ c = core.profile_counters(events, leader ~= nil), events = events,
+    names = names }, Counters)
+end
+
+-- The counters of opts.counters as members of the sampling event's
+-- group (it samples PERF_SAMPLE_READ with PERF_FORMAT_GROUP|ID into its
+-- ring); nil, message, errno.
+function M.join(perf, leader, attrs, names)
+  return open_counters(perf, attrs, names, leader)
+end
+
+-- Adds the counters (M.counter_attrs), read with read(2) at each charge,
+-- to the profiler handle p (its extra objects): for the samplers that lead
+-- no group (the timer, alloc, off-cpu and wall modes). true, or nil,
+-- message, errno.
+function M.attach(perf, p, attrs, names)
+  if attrs == nil then return true end
+  local counters, msg, errno = open_counters(perf, attrs, names)
   if not counters then return nil, msg, errno end
   local extras = setmetatable({}, Extras)
   if p.extra then extras[1] = p.extra end
