@@ -102,6 +102,51 @@ function Diff:lines()
   return list
 end
 
+-- ---- a base read back from folded stacks ----
+
+-- The innermost Lua frame of a folded stack: "name (source:line)".
+local function leaf_line(stack)
+  local frames = {}
+  for f in stack:gmatch("[^;]+") do frames[#frames + 1] = f end
+  for i = #frames, 1, -1 do
+    local name, source, line = frames[i]:match("^(.-) %((.+):(%-?%d+)%)$")
+    if name then return name, source, math.tointeger(tonumber(line)) end
+  end
+end
+
+local Folded = { __name = "perf.profile.folded" }
+Folded.__index = Folded
+
+function Folded:folded() return self.text end
+
+function Folded:lines()
+  local by, list = {}, {}
+  for stack, n in pairs(self.counts) do
+    local name, source, line = leaf_line(stack)
+    if name then
+      local key = source .. ":" .. line
+      local e = by[key]
+      if not e then
+        e = { source = source, line = line, name = name, count = 0 }
+        by[key], list[#list + 1] = e, e
+      end
+      e.count = e.count + n
+    end
+  end
+  return list
+end
+
+-- M.folded(text [, unit]) -> a base for prof:diff from the folded stacks
+-- prof:folded() wrote (an earlier run's `-o x.folded`), counted in `unit`
+-- (the profile's, "samples" by default).
+function M.folded(text, unit)
+  if type(text) ~= "string" then
+    error(("perf.profile_diff.folded: folded text expected, got %s"):format(type(text)), 2)
+  end
+  local counts = parse_folded(text)
+  return setmetatable({ text = text, counts = counts, unit = unit or "samples" }, Folded)
+end
+
 function Diff:report(max)
   max = max or 10
   local out = {}

@@ -1,16 +1,25 @@
 -- perf-lua profile: which Lua functions and lines cause an event.
 --
 --   perf-lua profile [-e EVENT] [-F HZ | -c PERIOD] [-n N] [--native] [-o FILE] script.lua [args...]
+--   perf-lua profile [--timer | --mode off-cpu|wall|alloc] [--counters EV,EV...] [--diff BASE] ...
 --
 -- Runs a Lua script under perf.profile and prints a report like perf
 -- report's: the event, the samples, then the top functions and lines.
 -- -e names any event perf.open takes (default cpu-clock); -F samples at a
 -- frequency, -c every PERIOD events (tracepoints and software events
 -- default to every hit); --native joins the C frames under the Lua lines;
--- -o writes the profile too: a flame graph (.svg), speedscope JSON (.json)
--- or folded stacks (.folded, .txt). The script sees its own arguments in
--- `arg` and `...`, as lua5.4 gives them. -n shows the top N functions and
--- lines (default 10). Exits 1 when the script fails, 129 for a usage error.
+-- --timer samples with a POSIX timer on the thread's CPU time instead of
+-- a perf event; --mode off-cpu charges the time off the CPU to the line
+-- that blocked, wall the time on and off it, alloc the bytes allocated;
+-- --counters counts these events alongside and charges them per line;
+-- -o writes the profile too: a flame graph (.svg), pprof (.pb.gz),
+-- speedscope JSON (.json) or folded stacks (.folded, .txt). --diff BASE
+-- compares the run with BASE, the folded stacks of an earlier run (its
+-- -o x.folded), and prints which lines grew and shrank; with --diff, -o
+-- writes the differential flame graph (.svg) or the difffolded stacks
+-- (.folded). The script sees its own arguments in `arg` and `...`, as
+-- lua5.4 gives them. -n shows the top N functions and lines (default 10).
+-- Exits 1 when the script fails, 129 for a usage error.
 local arg = ...
 local perf = require "perf"
 
@@ -19,7 +28,7 @@ local function usage(msg)
 end
 
 local cli = require "perf.cli"
-local opts, out, top = {}, nil, 10
+local opts, out, top, base = {}, nil, 10, nil
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -30,6 +39,12 @@ while i <= #arg do
   elseif a == "-c" then opts.period = count()
   elseif a == "-n" then top = count()
   elseif a == "--native" then opts.native = true
+  elseif a == "--timer" then opts.event = "timer"
+  elseif a == "--mode" then opts.mode = value()
+  elseif a == "--counters" then
+    opts.counters = {}
+    for name in value():gmatch("[^,]+") do opts.counters[#opts.counters + 1] = name end
+  elseif a == "--diff" then base = value()
   elseif a == "-o" then out = value()
   elseif a == "-h" or a == "--help" then usage()
   elseif a:sub(1, 1) == "-" and a ~= "-" then usage("unknown option " .. a)
@@ -37,6 +52,20 @@ while i <= #arg do
   i = i + 1
 end
 if opts.freq and opts.period then usage("give -F or -c, not both") end
+if opts.event and opts.mode then usage("give -e, --timer or --mode, not two of them") end
+local MODES = { ["off-cpu"] = true, wall = true, alloc = true, cpu = true }
+if opts.mode and not MODES[opts.mode] then usage("--mode is off-cpu, wall or alloc, not '" .. opts.mode .. "'") end
+if opts.counters and #opts.counters == 0 then usage("--counters needs event names, separated by commas") end
+local base_text
+if base then
+  local f, msg = io.open(base, "rb")
+  if not f then
+    io.stderr:write("perf-lua profile: --diff: ", msg, "\n")
+    os.exit(1)
+  end
+  base_text = f:read("a")
+  f:close()
+end
 local script = arg[i]
 if not script then usage("no script given") end
 
@@ -59,8 +88,13 @@ elseif not prof then
   os.exit(1)
 end
 io.stdout:write(prof:report(top))
+local result = prof
+if base_text then
+  result = prof:diff(require("perf.profile_diff").folded(base_text, prof.unit))
+  io.stdout:write(result:report(top))
+end
 if out then
-  local done, werr = prof:write(out)
+  local done, werr = result:write(out)
   if not done then
     io.stderr:write(werr, "\n")
     os.exit(1)
