@@ -6,6 +6,9 @@
 --   plain     unprofiled;
 --   perf      under perf.profile, cpu-clock at 999 Hz (the overflow signal
 --             arms a count hook; the hook walks the stack once per sample);
+--   counters  the same with counters = { "page-faults", "context-switches" }
+--             (their values ride in each sample record);
+--   wall      mode = "wall" at 999 Hz (cpu-clock plus every context switch);
 --   sethook   under a plain debug.sethook count-hook profiler, as the usual
 --             Lua profilers work: a hook every N VM instructions, N chosen
 --             so that it samples at 999 Hz of the unprofiled run; each hook
@@ -15,8 +18,10 @@
 --             same child unprofiled: the kernel's share of sampling.
 -- Times are the process's CPU time (os.clock: user + system, so signal
 -- delivery counts), medians over the rounds, run in rotating order.
+-- Then an allocation-heavy workload (small tables and strings made and
+-- dropped) unprofiled and under mode = "alloc" at its default period.
 -- Targets: perf.profile under 3% slowdown, and at least 10x less overhead
--- than the sethook profiler.
+-- than the sethook profiler; counters and wall under 5%; alloc under 10%.
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 
@@ -56,6 +61,17 @@ end
 
 local function workload()
   return fib(29) + shuffle(1200) + scan(1200)
+end
+
+-- allocation-heavy: short-lived tables and strings
+local function allocating()
+  local n, keep = 0, {}
+  for i = 1, 300000 do
+    local t = { i, i + 1, tostring(i) }
+    keep[i % 512 + 1] = t
+    n = n + #t[3]
+  end
+  return n
 end
 
 local function cpu(fn, ...)
@@ -116,19 +132,28 @@ debug.sethook()
 instructions = instructions * 1000
 local count = math.max(1, math.floor(instructions / (plain0 * 999)))
 
-local times = { plain = {}, perf = {}, sethook = {} }
-local samples = { perf = {}, sethook = {} }
-local runs = {
-  plain = function() return cpu(workload) end,
-  perf = function()
+local order = { "plain", "perf", "counters", "wall", "sethook", "alloc_plain", "alloc" }
+local times, samples = {}, {}
+
+local function profiled(name, fn, opts)
+  return function()
     collectgarbage()
     collectgarbage()
     local t0 = os.clock()
-    local prof = assert(perf.profile(workload))
+    local prof = assert(perf.profile(fn, opts))
     local t = os.clock() - t0
-    samples.perf[#samples.perf + 1] = prof.samples
+    local s = samples[name]
+    s[#s + 1] = prof.samples
     return t
-  end,
+  end
+end
+
+for _, name in ipairs(order) do times[name], samples[name] = {}, {} end
+local runs = {
+  plain = function() return cpu(workload) end,
+  perf = profiled("perf", workload),
+  counters = profiled("counters", workload, { counters = { "page-faults", "context-switches" } }),
+  wall = profiled("wall", workload, { mode = "wall" }),
   sethook = function()
     collectgarbage()
     collectgarbage()
@@ -138,28 +163,36 @@ local runs = {
     samples.sethook[#samples.sethook + 1] = n
     return t
   end,
+  alloc_plain = function() return cpu(allocating) end,
+  alloc = profiled("alloc", allocating, { mode = "alloc" }),
 }
-local order = { "plain", "perf", "sethook" }
 for round = 1, ROUNDS do
-  for k = 0, 2 do
-    local name = order[(round + k) % 3 + 1]
+  for k = 0, #order - 1 do
+    local name = order[(round + k) % #order + 1]
     local t = runs[name]()
     times[name][#times[name] + 1] = t
   end
 end
 
-local plain = median(times.plain)
-local function overhead(name) return median(times[name]) / plain - 1 end
+local plain, alloc_plain = median(times.plain), median(times.alloc_plain)
+local function overhead(name) return median(times[name]) / (name == "alloc" and alloc_plain or plain) - 1 end
 local perf_over, hook_over = overhead("perf"), overhead("sethook")
 
+print(os.date("!%Y-%m-%d %H:%M UTC"))
 print(("bench/profile.lua: %d rounds of a CPU-bound Lua workload (%.0f ms, %.1f M VM instructions), medians of CPU time")
   :format(ROUNDS, plain * 1000, instructions / 1e6))
-print(("%-34s %10s %10s %10s"):format("", "time (ms)", "slowdown", "samples"))
-print(("%-34s %10.1f %10s %10s"):format("unprofiled", plain * 1000, "-", "-"))
-print(("%-34s %10.1f %9.2f%% %10d"):format("perf.profile, cpu-clock 999 Hz", median(times.perf) * 1000,
-  perf_over * 100, median(samples.perf)))
-print(("%-34s %10.1f %9.2f%% %10d"):format(("debug.sethook, every %d instr."):format(count),
-  median(times.sethook) * 1000, hook_over * 100, median(samples.sethook)))
+print(("%-40s %10s %10s %10s"):format("", "time (ms)", "slowdown", "samples"))
+print(("%-40s %10.1f %10s %10s"):format("unprofiled", plain * 1000, "-", "-"))
+local function row(label, name)
+  print(("%-40s %10.1f %9.2f%% %10d"):format(label, median(times[name]) * 1000,
+    overhead(name) * 100, median(samples[name])))
+end
+row("perf.profile, cpu-clock 999 Hz", "perf")
+row("  + counters page-faults, context-sw.", "counters")
+row("perf.profile, mode wall, 999 Hz", "wall")
+row(("debug.sethook, every %d instr."):format(count), "sethook")
+print(("%-40s %10.1f %10s %10s"):format("allocating workload, unprofiled", alloc_plain * 1000, "-", "-"))
+row("perf.profile, mode alloc, 512 KiB", "alloc")
 
 -- the perf tool, on the same workload in a child process
 local function child(prefix)
@@ -179,7 +212,7 @@ if have_perf then
   os.remove(data)
   if #base > 0 and #tool == #base then
     local b, t = median(base), median(tool)
-    print(("%-34s %10.1f %9.2f%% %10s"):format("perf record -F 999 (child, C side)", t * 1000,
+    print(("%-40s %10.1f %9.2f%% %10s"):format("perf record -F 999 (child, C side)", t * 1000,
       (t / b - 1) * 100, "-"))
   end
 end
@@ -187,6 +220,11 @@ end
 local function verdict(ok) return ok and "met" or "MISSED" end
 print()
 print(("target: perf.profile slowdown under 3%%: %.2f%% (%s)"):format(perf_over * 100, verdict(perf_over < 0.03)))
+for _, t in ipairs { { "counters", 0.05 }, { "wall", 0.05 }, { "alloc", 0.10 } } do
+  local o = overhead(t[1])
+  print(("target: %s slowdown under %d%%: %.2f%% (%s)"):format(t[1], math.floor(t[2] * 100 + 0.5), o * 100,
+    verdict(o < t[2])))
+end
 if perf_over > 0 then
   local ratio = hook_over / perf_over
   print(("target: at least 10x less overhead than debug.sethook: %.1fx (%s)"):format(ratio, verdict(ratio >= 10)))

@@ -405,6 +405,8 @@ static int state_start(lua_State *L) {
   pl_ring *ring = NULL;
   if (lua_getiuservalue(L, 1, 3) == LUA_TUSERDATA) ring = pl_check_ring(L, -1);
   lua_pop(L, 1);
+  /* records of overflows the last stop counted as lost are not this run's */
+  if (ring && ring->base) pl_ring_set_tail(ring, pl_ring_head(ring));
   lua_pushthread(L);
   lua_setiuservalue(L, 1, 4);             /* uv4: keeps the thread alive */
   lua_getiuservalue(L, 1, 2);

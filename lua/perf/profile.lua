@@ -281,10 +281,13 @@ end
 -- again), `"wall"` cpu-clock samples weighed by the time they stand for
 -- plus the off-CPU time; the profile's `unit` says what its counts are
 -- (`"samples"`, `"bytes"`, `"nanoseconds"`); `counters = { "page-faults",
--- ... }`: events counted alongside, their deltas charged with each sample
--- (`functions()` and `lines()` entries gain `counters`, `prof.counters`
--- holds the totals, the report shows them per line, with IPC and misses per
--- 1000 instructions where those are counted)
+-- ... }`: events counted alongside, their deltas charged with each sample:
+-- members of the sampling event's group, whose values each sample record
+-- carries (with the timer and the alloc, off-cpu and wall modes, a group of
+-- their own read when each sample is charged); `functions()` and `lines()`
+-- entries gain `counters`, `prof.counters` holds the totals charged, the
+-- report shows them per line, with IPC and misses per 1000 instructions
+-- where those are counted
 -- @param ... fn's arguments
 -- @treturn[1] perf.profile the profile
 -- @return[1] ... fn's results
