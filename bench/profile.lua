@@ -71,7 +71,7 @@ local function allocating()
     keep[i % 512 + 1] = t
     n = n + #t[3]
   end
-  return n
+  return n + #keep
 end
 
 local function cpu(fn, ...)

@@ -46,6 +46,13 @@ describe("perf-lua profile options", function()
     assert.matches(S .. ":10  main chunk\n", out)
   end)
 
+  it("--mode off-cpu on examples/waits.lua: the child's wait first, then the pipe's", function()
+    local out = run("--mode off-cpu examples/waits.lua 100000")
+    assert.matches("exit 0\n$", out)
+    assert.matches("#    Self  Line\n%s+%d+%.%d+%%  examples/waits%.lua:17  wait_child\n", out)
+    assert.matches("\n%s+%d+%.%d+%%  examples/waits%.lua:22  read_pipe\n", out)
+  end)
+
   it("--mode alloc charges the bytes to the line that allocated", function()
     local out = run("--mode alloc " .. SCRIPT)
     assert.matches("exit 0\n$", out)
