@@ -223,6 +223,21 @@ describe("pprof output", function()
     assert.matches("\n%s*10: " .. ten .. " " .. both20 .. " ", out)
   end)
 
+  with_tracefs_go("holds a sample type per counter, which go tool pprof totals per line", function()
+    local CLOSE = "syscalls:sys_enter_close"
+    local prof = assert(perf.profile(function() fx.both() end, { event = OPENAT, counters = { CLOSE } }))
+    local path = os.tmpname() .. ".pb.gz"
+    assert.is_true(prof:write(path))
+    local raw = go_pprof("-raw", path)
+    assert.matches("\n" .. OPENAT:gsub("%p", "%%%0") .. "/count%[dflt%] " .. CLOSE:gsub("%p", "%%%0") .. "/count\n", raw)
+    local out = go_pprof("-top -lines -sample_index=" .. CLOSE, path)
+    os.remove(path)
+    assert.matches("\nType: " .. CLOSE:gsub("%p", "%%%0") .. "\n", out)
+    assert.matches("Showing nodes accounting for 39, 100%% of 39 total", out)
+    assert.matches("\n%s*29%s+74%.36%%.-thirty " .. FXP .. ":7\n", out)
+    assert.matches("\n%s*10%s+25%.64%%.-ten " .. FXP .. ":13\n", out)
+  end)
+
   it("counts cpu-clock samples in nanoseconds", function()
     local prof = assert(perf.profile(fx.one, { event = "cpu-clock", freq = 1000 }))
     local d = decode(pprof.encode(prof))

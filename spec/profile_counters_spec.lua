@@ -176,6 +176,22 @@ describe("profile counters", function()
     H.assert_has("count", bytes)
   end)
 
+  -- no PMU here: the report's IPC and misses per 1000 instructions, on a
+  -- profile made from the C side's stack keys
+  it("reports IPC and misses per 1000 instructions where they are counted", function()
+    local k1, k2 = "Lf\ta.lua\t1\t3\n", "Lg\ta.lua\t5\t7\n"
+    local prof = require("perf.profile").new({ [k1] = 10, [k2] = 5 }, { samples = 15, lost = 0,
+      event = "cycles", freq = 999, counter_names = { "cycles", "instructions", "cache-misses" },
+      counters = { cycles = 3000, instructions = 6000, ["cache-misses"] = 30 },
+      counters_by_key = { [k1] = { cycles = 2000, instructions = 5000, ["cache-misses"] = 10 },
+        [k2] = { cycles = 1000, instructions = 1000, ["cache-misses"] = 20 } } })
+    local text = tostring(prof)
+    H.assert_has("\n#       cycles  instructions  cache-misses       IPC  cache-m/1k ins  Line\n", text)
+    H.assert_has("\n          3000          6000            30      2.00          5.00  (all)\n", text)
+    H.assert_has("\n          2000          5000            10      2.50          2.00  a.lua:3  f\n", text)
+    H.assert_has("\n          1000          1000            20      1.00         20.00  a.lua:7  g\n", text)
+  end)
+
   it("refuses misuse, and returns what the kernel refuses", function()
     H.assert_has("counters must be a list", select(2, pcall(perf.profile, fx2.nap, { counters = "page-faults" })))
     H.assert_has("unknown", select(2, pcall(perf.profile, fx2.nap, { counters = { "page-fualts" } })))
