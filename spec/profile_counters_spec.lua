@@ -195,6 +195,11 @@ describe("profile counters", function()
   it("refuses misuse, and returns what the kernel refuses", function()
     H.assert_has("counters must be a list", select(2, pcall(perf.profile, fx2.nap, { counters = "page-faults" })))
     H.assert_has("unknown", select(2, pcall(perf.profile, fx2.nap, { counters = { "page-fualts" } })))
+    -- at the caller's line, from perf.profile as from perf.profiler
+    local _, err = pcall(function() perf.profile(fx2.nap, { counters = { "page-fualts" } }) end)
+    assert.matches("^spec/profile_counters_spec%.lua:%d+: perf%.profile: counters: bad event", err)
+    _, err = pcall(function() perf.profiler { counters = { "page-fualts" } } end)
+    assert.matches("^spec/profile_counters_spec%.lua:%d+: perf%.profile: counters: bad event", err)
     local p, msg, errno = perf.profiler { counters = { "page-faults", "cycles" } }
     assert.is_nil(p)
     H.assert_has("perf.profile: counters: ", msg)

@@ -311,7 +311,9 @@ function M.profile(perf, fn, opts, ...)
   if core.profile_running() then
     error("perf.profile: another profiler is running: profilers do not nest (stop it first)", 3)
   end
-  local p, msg, errno = M.profiler(perf, opts)
+  -- misuse in opts raises at the caller's line, as perf.profiler's does
+  local ok, p, msg, errno = pcall(M.profiler, perf, opts)
+  if not ok then error(perf.strip_position(p), 2) end
   if not p then return nil, msg, errno end
   -- frames from the root up to this one, and pcall's, are not charged
   start(p, 2, 1)
