@@ -77,6 +77,54 @@ describe("perf.record", function()
     assert.has_error(function() perf.record({ "true" }, "cpu-clock", { freq = 10, period = 10 }) end)
   end)
 
+  it("keeps what was recorded when SIGINT stops it, and ends the command with SIGTERM, as perf", function()
+    local file = tmp("intr.data")
+    local out = H.run_lua(([[
+      local perf = require "perf"
+      local pid = math.tointeger(io.open("/proc/self/stat"):read("n"))
+      local sent
+      local busy = "end=$(($(date +%%s) + 20)); while [ $(date +%%s) -lt $end ]; do :; done"
+      local r = assert(perf.record({ "sh", "-c", busy }, "cpu-clock", { output = %q,
+        on_progress = function(p)
+          if not sent and p.samples > 0 then sent = os.execute("kill -INT " .. pid) end
+        end }))
+      print(r.interrupted, r.signal, r.samples)]]):format(file))
+    local why, signal, n = out:match("^(%S+)\t(%S+)\t(%d+)\n$")
+    assert.equal("SIGINT", why, out)
+    assert.equal("SIGTERM", signal)
+    local f <close> = assert(perf.data.open(file))
+    local m = 0
+    for _ in f:samples("tid") do m = m + 1 end
+    assert.is_true(m > 0)
+    assert.equal(math.tointeger(tonumber(n)), m)
+    if have_perf then
+      local script, err = run(("%s script -i %s"):format(PERF, file))
+      assert.equal("", err)
+      assert.equal(m, select(2, script:gsub("cpu%-clock", "")))
+    end
+  end)
+
+  it("-a: sampling stops when the command exits (no samples long after its exit record)", function()
+    local file = tmp("a.data")
+    local r = assert(perf.record({ "sleep", "0.3" }, "cpu-clock", { all_cpus = true, output = file }))
+    local f <close> = assert(perf.data.open(file))
+    local exec, exit, last, n = nil, nil, 0, 0
+    for rec in f:records() do
+      if rec.type == "comm" and rec.pid == r.pid and rec.time > 0 then exec = exec or rec.time end
+      if rec.type == "exit" and rec.pid == r.pid then exit = rec.time end
+      if rec.type == "sample" then
+        n = n + 1
+        if rec.time > last then last = rec.time end
+      end
+    end
+    assert.equal(r.samples, n)
+    assert.truthy(exec and exit, "the command's exec and exit records")
+    -- the rings are waited on with the command: the last sample follows its
+    -- exit by much less than a sixth of its run (a 200 ms poll ran 100 ms on)
+    assert.is_true(last - exit < (exit - exec) / 6, ("%.3f s after a %.3f s run")
+      :format((last - exit) / 1e9, (exit - exec) / 1e9))
+  end)
+
   describe("output", function()
     if not have_perf then
       pending("needs the perf tool at " .. PERF)
@@ -134,8 +182,9 @@ describe("perf.record", function()
   end)
 
   describe("bin/perf-lua record", function()
+    -- run with exec, so a signal that ends it is seen as such
     local function example(args)
-      local p = io.popen(H.example .. " bin/perf-lua record " .. args .. " 2>&1")
+      local p = io.popen("exec " .. H.example .. " bin/perf-lua record " .. args .. " 2>&1")
       local out = p:read("a")
       local _, how, code = p:close()
       return out, how, code
@@ -148,16 +197,52 @@ describe("perf.record", function()
       assert.equal(st["syscalls:sys_enter_openat"], math.tointeger(tonumber(n)), out)
     end)
 
-    it("says why an event cannot be sampled, without a traceback, and exits 1", function()
-      local out, how, code = example("-e cycles -- true")
-      assert.same({ "exit", 1 }, { how, code })
-      H.assert_has('perf.open "cycles": No such file or directory (ENOENT)', out)
-      assert.is_nil(out:find("traceback", 1, true))
+    it("falls back from cycles to cpu-clock as perf does, and says so", function()
+      if perf.capabilities().pmu then pending("this machine has a PMU: cycles is sampled") return end
+      local out, how, code = example("-n 1 -e cycles:u -- true")
+      assert.same({ "exit", 0 }, { how, code })
+      H.assert_has("Warning: the cycles:u event is not supported here (no hardware PMU): "
+        .. "falling back to cpu-clock:u, as perf does", out)
+      assert.matches("\n%d+ samples of cpu%-clock:u at 999 Hz", "\n" .. out)
     end)
 
-    it("exits 128 + the signal's number when a signal ended the command", function()
+    it("says an event is not supported, without a traceback, and exits 255 as perf", function()
+      if perf.capabilities().pmu then pending("this machine has a PMU") return end
+      local out, how, code = example("-e instructions -- true")
+      assert.same({ "exit", 255 }, { how, code })
+      H.assert_has('The instructions event is not supported: perf.open "instructions": '
+        .. "No such file or directory (ENOENT)", out)
+      assert.is_nil(out:find("traceback", 1, true))
+      out, how, code = example("-- /nonexistent/cmd")
+      assert.same({ "exit", 255 }, { how, code })
+      H.assert_has('cannot run "/nonexistent/cmd"', out)
+    end)
+
+    it("refuses -F abc and -F 0 before running anything; clamps -F to the kernel's maximum, "
+      .. "with perf's warning", function()
+      local mark = tmp("ran")
+      for _, f in ipairs { "abc", "0" } do
+        local out, how, code = example(("-F %s -- touch %s"):format(f, mark))
+        assert.same({ "exit", 129 }, { how, code })
+        H.assert_has(("-F takes a positive integer, not '%s'"):format(f), out)
+        assert.is_nil(io.open(mark))
+      end
+      local max = perf.capabilities().max_sample_rate
+      local file = tmp("max.data")
+      local out, how, code = example(("-n 1 -F %d -o %s -- true"):format(max * 2, file))
+      assert.same({ "exit", 0 }, { how, code })
+      H.assert_has(("warning: Maximum frequency rate (%d Hz) exceeded, throttling from %d Hz to %d Hz.\n"
+        .. "         The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate.")
+        :format(max, max * 2, max), out)
+      local f <close> = assert(perf.data.open(file))
+      assert.equal(max, f.attrs[1].attr.sample_freq)
+    end)
+
+    it("exits as perf record: the command's status, or by the signal that ended it", function()
       local _, how, code = example("-n 1 -- sh -c 'kill -9 $$'")
-      assert.same({ "exit", 137 }, { how, code })
+      assert.same({ "signal", 9 }, { how, code })
+      _, how, code = example("-n 1 -- sh -c 'kill -TERM $$'")
+      assert.same({ "signal", 15 }, { how, code })
       _, how, code = example("-n 1 -- sh -c 'exit 3'")
       assert.same({ "exit", 3 }, { how, code })
     end)
@@ -226,5 +311,63 @@ describe("perf-lua record's progress", function()
     os.execute("rm -rf " .. work)
     assert.is_nil(out:find("perf-lua record:", 1, true), out)
     assert.matches("written to " .. work:gsub("%p", "%%%0") .. "/q.data", out)
+  end)
+end)
+
+describe("perf-lua record on a terminal, ^C", function()
+  local H = require "helpers"
+  if H.sh("command -v tmux") == "" then
+    it("needs tmux", function() pending("tmux is not installed (make test installs it)") end)
+    return
+  end
+
+  it("writes and shows what was recorded, ends the command and exits by SIGINT, as perf", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local socket = ("perf-lua-record-intr-%d"):format(H.PID)
+    local tmux = ("env -u LD_PRELOAD tmux -L %s "):format(socket)
+    local preload = os.getenv("LD_PRELOAD")
+    -- the shell traps ^C, so it goes on to write the status
+    local cmd = ("trap : INT; cd %s && %s%s bin/perf-lua record -n 3 -o %s/p.data -- env -u LD_PRELOAD sh -c "
+      .. "'while :; do :; done' record-intr-spec; echo \"exit $?\" > %s/status; sleep 60")
+      :format(H.root, preload and ("LD_PRELOAD='%s' "):format(preload) or "", H.example, dir, dir)
+    assert(os.execute(("%snew-session -d -s intr -x 150 -y 30 %s"):format(tmux, "'" .. cmd:gsub("'", "'\\''") .. "'")))
+    local seen
+    for _ = 1, 100 do
+      os.execute("sleep 0.1")
+      seen = H.sh(tmux .. "capture-pane -p -t intr"):match("%[ perf%-lua record: (%d+) samples")
+      if seen and tonumber(seen) > 0 then break end
+    end
+    assert(os.execute(tmux .. "send-keys -t intr C-c"))
+    local status
+    for _ = 1, 50 do
+      local f = io.open(dir .. "/status")
+      if f then status = f:read("l") f:close() break end
+      os.execute("sleep 0.2")
+    end
+    local screen = H.sh(tmux .. "capture-pane -p -S -200 -t intr")
+    os.execute(tmux .. "kill-server 2>/dev/null")
+    local pids = H.sh("pgrep -f 'record-intr-spe[c]'")
+    local data = dir .. "/p.data"
+    local f = perf.data.open(data)
+    local n = 0
+    if f then
+      for _ in f:samples("tid") do n = n + 1 end
+      f:close()
+    end
+    local report = H.sh(("perf report -i %s --stdio --sort comm 2>&1"):format(data))
+    os.execute("rm -rf " .. dir)
+    assert.truthy(seen and tonumber(seen) > 0, screen)
+    assert.equal("exit 130", status, screen)              -- killed by SIGINT
+    assert.is_nil(screen:find("traceback", 1, true), screen)
+    local shown = ("\n" .. screen):match("\n(%d+) samples of cpu%-clock at 999 Hz")
+    assert.truthy(shown, screen)
+    assert.is_true(n > 0)
+    assert.equal(n, math.tointeger(tonumber(shown)))
+    assert.matches("written to .-/p%.data", screen)
+    assert.matches("%d+%.%d+%%%s+sh%s*\n", report)
+    assert.is_nil(report:find("arning", 1, true), report)
+    assert.equal("", pids)                                -- the command was ended
   end)
 end)

@@ -32,6 +32,7 @@ Result.__index = Result
 Result.__name = "perf.record"
 function Result:__tostring()
   local status = self.signal and ("killed by %s"):format(self.signal) or ("exit %s"):format(tostring(self.status))
+  if self.interrupted then status = status .. ", interrupted by " .. self.interrupted end
   return ("perf.record: %d samples of %s (%d lost), %s, %.3f s%s"):format(
     self.samples, table.concat(self.events, ", "), self.lost, status,
     (self.elapsed or 0) / 1e9, self.output and (", " .. self.output) or "")
@@ -99,6 +100,20 @@ local function spec_of(perf, e, opts, first)
   return spec, type(e) == "string" and e or perf.name_of and perf.name_of(attr) or "event"
 end
 
+-- The ring size perf record takes by default: perf_event_mlock_kb (the
+-- kernel's per-CPU allowance of locked ring pages for each user) less the
+-- control page, rounded down to a power of 2: 128 data pages for the
+-- default 516 kB; 128 when the sysctl cannot be read.
+function M.default_pages()
+  local f = io.open("/proc/sys/kernel/perf_event_mlock_kb")
+  local kb = f and math.tointeger(f:read("n"))
+  if f then f:close() end
+  local pages = kb and (kb - 4) // 4 or 128
+  local p = 1
+  while p * 2 <= pages do p = p * 2 end
+  return p
+end
+
 local function close_all(sets)
   for i = #sets, 1, -1 do sets[i]:close() end
 end
@@ -123,12 +138,15 @@ end
 -- and hardware events, every hit for tracepoints and the other software
 -- events), `callchain` (boolean), `sample_type` (extra fields), `output`
 -- (a perf.data path), `inherit` (default true), `all_cpus`, `cpus`,
--- `pages` (ring pages per CPU, default 64), `stdin`/`stdout`/`stderr`,
+-- `pages` (ring pages per CPU, default as perf record: perf_event_mlock_kb's worth, 128), `stdin`/`stdout`/`stderr`,
 -- `on_progress` (called with `{ samples =, lost =, bytes =, output = }`
 -- each time the rings were read while the command runs, at least every
 -- 200 ms; `bytes` is the file's size so far, with `output`)
 -- @treturn table `samples`, `lost`, `status` (exit code or signal name),
--- `signal`, `elapsed` (ns), `output`, `events`; prints in one line
+-- `signal`, `elapsed` (ns), `output`, `events`, `pid` (the command's);
+-- `interrupted` (and `interrupted_signo`) names the SIGINT or SIGTERM that
+-- stopped the recording: the command was then sent SIGTERM (SIGKILL at a
+-- second signal) and what was recorded is kept; prints in one line
 -- @return[2] nil, message, errno when the command or an event cannot start
 -- @raise misuse: unknown options (with a did-you-mean), freq with period
 -- @usage
@@ -159,7 +177,7 @@ function M.record(perf, argv, events, opts)
     if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
     sets[#sets + 1], names[#names + 1] = set, name
     local ok
-    ok, msg, errno = set:mmap(opts.pages or 64)
+    ok, msg, errno = set:mmap(opts.pages or M.default_pages())
     if not ok then close_all(sets) return nil, "perf.record: " .. msg, errno end
     for k = 1, #set do all[#all + 1] = set[k] end
     for _, rb in ipairs(set.rings) do rings[#rings + 1] = rb end
@@ -191,6 +209,11 @@ function M.record(perf, argv, events, opts)
     end
     return true
   end
+  -- ^C and SIGTERM are taken from here on: they stop the recording
+  local waiter
+  waiter, msg, errno = core.waiter(pid)
+  if not waiter then return fail(msg, errno) end
+  local waiter_ <close> = waiter
   if opts.all_cpus then
     for _, set in ipairs(sets) do set:enable() end
   end
@@ -207,31 +230,45 @@ function M.record(perf, argv, events, opts)
       opts.on_progress { samples = samples, lost = lost }
     end
   end
-  local res
+  -- The rings are drained whenever one is past its watermark, at least
+  -- every 200 ms, until the command exits. A signal stops the recording
+  -- and what was recorded is kept: the command, which a ^C reached too,
+  -- has 100 ms to end, then it gets SIGTERM, as perf record sends it (and
+  -- SIGKILL at a second signal).
+  local GRACE = 100000000
+  local interrupted, term_at, termed
   while true do
-    local ready, pmsg = core.poll(rings, 200)
+    local timeout = (term_at and not termed) and math.max(0, (term_at - child:elapsed()) // 1000000) or 200
+    local what, signo, werrno = waiter:wait(rings, timeout)
+    if what == nil then return fail(signo, werrno) end
+    if what == "signal" then
+      if interrupted then waiter:kill(9) end
+      interrupted = interrupted or signo
+      term_at = term_at or child:elapsed() + GRACE
+    end
     ok, msg, errno = drain()
     if not ok then return fail(msg, errno) end
     progress()
-    if opts.all_cpus then
-      res, msg, errno = child:wait(0)
-      if res == nil then return fail(msg, errno) end
-      if res then break end
-    elseif ready == nil and pmsg == "hangup" then
-      break
+    if what == "exited" then break end
+    if term_at and not termed and child:elapsed() >= term_at then
+      waiter:kill(15)
+      termed = true
     end
-  end
-  if not res then
-    res, msg, errno = child:wait()
-    if not res then return fail(msg, errno) end
   end
   if opts.all_cpus then
     for _, set in ipairs(sets) do set:disable() end
   end
+  local res
+  res, msg, errno = child:wait()
+  if not res then return fail(msg, errno) end
+  waiter:close()
   ok, msg, errno = drain()
   if not ok then return fail(msg, errno) end
-  local r = setmetatable({ events = names }, Result)
+  local r = setmetatable({ events = names, pid = pid }, Result)
   for k, v in pairs(res) do r[k] = v end
+  if interrupted then
+    r.interrupted, r.interrupted_signo = core.signal_name(interrupted), interrupted
+  end
   if w then
     samples, lost = w.samples, w.lost
     local cmdline = { "perf-lua", "record" }

@@ -14,9 +14,13 @@
 -- DSO and per symbol, as perf report does. User ips are named from the
 -- files' symbol tables (perf.elf), kernel ips from /proc/kallsyms
 -- (perf.kallsyms). On a terminal, the samples so far and the file's size
--- are shown while the command runs. Exits with the command's status (128
--- + the signal's number when a signal ended it), 1 when an event cannot
--- be sampled here, 129 for a usage error.
+-- are shown while the command runs. -F above the kernel's maximum rate
+-- records at the maximum, with perf's warning; an event this machine
+-- lacks is not supported (cycles falls back to cpu-clock, as in perf).
+-- ^C (or SIGTERM) stops the recording: the command is ended and what was
+-- recorded is written and shown. Exits as perf record: with the command's
+-- status, or by the signal that ended the command or the recording; 255
+-- when the recording cannot start, 129 for a usage error.
 local arg = ...
 local perf = require "perf"
 local elf = require "perf.elf"
@@ -89,13 +93,43 @@ if os.execute("test -t 2") then
     io.stderr:flush()
   end
 end
-local result, msg = perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
-  callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress })
+-- perf's limit on -F: above the kernel's maximum rate, the maximum, said so
+local max_rate = perf.capabilities().max_sample_rate
+if opts.hz and max_rate and opts.hz > max_rate then
+  io.stderr:write(("warning: Maximum frequency rate (%d Hz) exceeded, throttling from %d Hz to %d Hz.\n"
+    .. "         The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate.\n"
+    .. "         The kernel will lower it when perf's interrupts take too long.\n")
+    :format(max_rate, opts.hz, max_rate))
+  opts.hz = max_rate
+end
+local function record()
+  return perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
+    callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress })
+end
+local result, msg, errno = record()
+-- no such event here: cycles falls back to cpu-clock, as perf's does
+local UNSUPPORTED = { [2] = true, [19] = true, [95] = true }     -- ENOENT, ENODEV, EOPNOTSUPP
+local event_failed = msg and msg:find("^perf%.record: perf%.open ") ~= nil
+if not result and event_failed and UNSUPPORTED[errno] then
+  local ok, attr = pcall(perf.parse, opts.event)
+  if ok and (attr.type == 0 or attr.type == "hardware") and attr.config == 0 then
+    local event = "cpu-clock" .. (opts.event:match("(:[^:]*)$") or "")
+    io.stderr:write(("Warning: the %s event is not supported here (no hardware PMU): "
+      .. "falling back to %s, as perf does\n"):format(opts.event, event))
+    opts.event = event
+    result, msg, errno = record()
+    event_failed = msg and msg:find("^perf%.record: perf%.open ") ~= nil
+  end
+end
 if shown then io.stderr:write("\r\27[K") end
 if not result then
   if not opts.output then os.remove(data_path) end
-  io.stderr:write((msg:gsub("^perf%.record: ", "")), "\n")
-  os.exit(1)
+  msg = msg:gsub("^perf%.record: ", "")
+  if event_failed and UNSUPPORTED[errno] then
+    msg = ("The %s event is not supported: %s"):format(opts.event, msg)
+  end
+  io.stderr:write(msg, "\n")
+  os.exit(255)
 end
 local file = assert(perf.data.open(data_path))
 if not opts.output then os.remove(data_path) end
@@ -225,9 +259,16 @@ end
 print(("%d samples of %s %s on %d CPUs over %.2f s, %d lost")
   :format(samples, opts.event, rate, ncpus, ((t_last or 0) - (t_first or 0)) / 1e9, lost))
 if opts.output then print(("written to %s (perf report -i %s)"):format(opts.output, opts.output)) end
--- the command's exit status: 128 + the signal's number, as perf-lua stat
+-- perf's exit: the signal that ended the command (or stopped the
+-- recording) is raised again in this process, else the command's status
 local function exit()
-  if result.signo then os.exit(128 + result.signo) end
+  io.stdout:flush()
+  io.stderr:flush()
+  local signo = result.signo or result.interrupted_signo
+  if signo then
+    require("perf.core").reraise(signo)
+    os.exit(128 + signo)
+  end
   if math.type(result.status) == "integer" and result.status ~= 0 then os.exit(result.status) end
 end
 if samples == 0 then exit() return end
