@@ -40,6 +40,32 @@ describe("perf.data.writer", function()
     os.remove(path)
   end)
 
+  it("writes the kernel's lost count of an event as perf record does, for perf report", function()
+    local path = os.tmpname()
+    local set <close> = assert(perf.cpus.open({ "syscalls:sys_enter_openat", sample_period = 1,
+      sample_type = { "identifier", "ip", "tid", "time", "cpu", "period", "raw" },
+      sample_id_all = true }, { pid = 0 }))
+    assert(set:mmap(16))
+    local w = assert(perf.data.writer(path, set))
+    assert(set:enable())
+    for _ = 1, 5 do io.open("/etc/hostname"):close() end
+    assert(set:disable())
+    assert(w:write(set))
+    assert(w:lost_samples(set[1]:id(), 7))
+    assert(w:lost_samples(set[#set]:id(), 5))
+    assert.has_error(function() w:lost_samples(-1, 1) end, "perf.data.writer: no event of this file has id -1")
+    assert(w:close())
+    local f <close> = assert(perf.data.open(path))
+    local lost = {}
+    for r in f:records() do
+      if r.type == "lost_samples" then lost[#lost + 1] = r.lost end
+    end
+    assert.same({ 7, 5 }, lost)
+    local rep = H.sh(("%s report -i %s --stdio 2>/dev/null"):format(PERF, path))
+    assert.matches("# Total Lost Samples: 12\n", rep)
+    os.remove(path)
+  end)
+
   it("raises on misuse and fails on an unwritable path", function()
     assert.has_error(function() perf.data.writer(1, {}) end)
     assert.has_error(function() perf.data.writer("/tmp/x.data", {}) end)

@@ -104,6 +104,33 @@ describe("perf.record", function()
     end
   end)
 
+  it("reports the kernel's count of lost samples, and writes it as perf record does", function()
+    -- a 1-page ring cannot keep up with 100000 reads of a byte
+    local argv = { "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=100000" }
+    local st = assert(perf.stat(argv, "syscalls:sys_enter_read", { stderr = "/dev/null" }))
+    local file = tmp("lost.data")
+    local r = assert(perf.record(argv, "syscalls:sys_enter_read",
+      { pages = 1, stderr = "/dev/null", output = file }))
+    local hits = st["syscalls:sys_enter_read"]
+    assert.is_true(r.lost > 0)
+    -- every hit is kept or lost; the kernel's count also has the few
+    -- task records (comm, mmap2, exit) it dropped
+    assert.is_true(r.samples + r.lost >= hits, ("%d kept + %d lost < %d"):format(r.samples, r.lost, hits))
+    assert.is_true(r.samples + r.lost <= hits + 30)
+    local f <close> = assert(perf.data.open(file))
+    local told, kept = 0, 0
+    for rec in f:records() do
+      if rec.type == "lost_samples" then told = told + rec.lost end
+      if rec.type == "sample" then kept = kept + 1 end
+    end
+    assert.equal(r.lost, told)
+    assert.equal(r.samples, kept)
+    if have_perf then
+      local rep = H.sh(("%s report -i %s --stdio 2>/dev/null"):format(PERF, file))
+      assert.equal(r.lost, math.tointeger(tonumber(rep:match("# Total Lost Samples: (%d+)"))))
+    end
+  end)
+
   it("-a: sampling stops when the command exits (no samples long after its exit record)", function()
     local file = tmp("a.data")
     local r = assert(perf.record({ "sleep", "0.3" }, "cpu-clock", { all_cpus = true, output = file }))

@@ -144,6 +144,22 @@ function Writer:write(src)
   return put(self, FINISHED_ROUND)
 end
 
+--- w:lost_samples(id, n): a PERF_RECORD_LOST_SAMPLES record saying the
+-- kernel dropped n records of the event with that id (its
+-- PERF_FORMAT_LOST count), as perf record writes one per event at the
+-- end; perf report shows their sum as "Total Lost Samples"
+function Writer:lost_samples(id, n)
+  check(self)
+  for _, a in ipairs(self.attrs) do
+    for _, x in ipairs(a.ids) do
+      if x == id then
+        return put(self, record(13, 0, string.pack("<I8", n) .. trailer(a, id, 0, 0)))
+      end
+    end
+  end
+  error(("perf.data.writer: no event of this file has id %d"):format(id), 2)
+end
+
 --- w:synthesize(pid [, name]): comm and mmap2 records of a process that
 -- runs already (its executable mappings from /proc), as perf record
 -- writes them for the processes it did not see start.

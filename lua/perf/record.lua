@@ -269,8 +269,21 @@ function M.record(perf, argv, events, opts)
   if interrupted then
     r.interrupted, r.interrupted_signo = core.signal_name(interrupted), interrupted
   end
+  -- the kernel's count of what it dropped (PERF_FORMAT_LOST, Linux 6.0),
+  -- which PERF_RECORD_LOST may not have told yet; in the file as perf
+  -- record writes it: one PERF_RECORD_LOST_SAMPLES per event
+  if w then samples, lost = w.samples, w.lost end
+  local dropped, known = 0, false
+  for _, rb in ipairs(rings) do
+    local _, n = rb:lost()
+    if n then known, dropped = true, dropped + n end
+    if w and n and n > 0 then
+      ok, msg, errno = w:lost_samples(rb:event():id(), n)
+      if not ok then return fail(msg, errno) end
+    end
+  end
+  if known then lost = math.max(lost, dropped) end
   if w then
-    samples, lost = w.samples, w.lost
     local cmdline = { "perf-lua", "record" }
     for _, a in ipairs(argv) do cmdline[#cmdline + 1] = a end
     ok, msg, errno = w:close(cmdline)
