@@ -198,3 +198,10 @@ bench-perfdata: all
 	$(LUA) bench/perfdata.lua
 
 bench: bench-perfdata
+
+# ---- recording every CPU at a high rate: benchmark (root; see bench/record.lua) ----
+.PHONY: bench-record
+bench-record: all
+	$(LUA) bench/record.lua
+
+bench: bench-record

@@ -342,23 +342,22 @@ describe("perf-lua record's progress", function()
 end)
 
 describe("perf-lua record on a terminal, ^C", function()
-  local H = require "helpers"
   if H.sh("command -v tmux") == "" then
     it("needs tmux", function() pending("tmux is not installed (make test installs it)") end)
     return
   end
 
   it("writes and shows what was recorded, ends the command and exits by SIGINT, as perf", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p " .. dir))
+    local work = os.tmpname()
+    os.remove(work)
+    assert(os.execute("mkdir -p " .. work))
     local socket = ("perf-lua-record-intr-%d"):format(H.PID)
     local tmux = ("env -u LD_PRELOAD tmux -L %s "):format(socket)
     local preload = os.getenv("LD_PRELOAD")
     -- the shell traps ^C, so it goes on to write the status
     local cmd = ("trap : INT; cd %s && %s%s bin/perf-lua record -n 3 -o %s/p.data -- env -u LD_PRELOAD sh -c "
       .. "'while :; do :; done' record-intr-spec; echo \"exit $?\" > %s/status; sleep 60")
-      :format(H.root, preload and ("LD_PRELOAD='%s' "):format(preload) or "", H.example, dir, dir)
+      :format(H.root, preload and ("LD_PRELOAD='%s' "):format(preload) or "", H.example, work, work)
     assert(os.execute(("%snew-session -d -s intr -x 150 -y 30 %s"):format(tmux, "'" .. cmd:gsub("'", "'\\''") .. "'")))
     local seen
     for _ = 1, 100 do
@@ -369,14 +368,14 @@ describe("perf-lua record on a terminal, ^C", function()
     assert(os.execute(tmux .. "send-keys -t intr C-c"))
     local status
     for _ = 1, 50 do
-      local f = io.open(dir .. "/status")
+      local f = io.open(work .. "/status")
       if f then status = f:read("l") f:close() break end
       os.execute("sleep 0.2")
     end
     local screen = H.sh(tmux .. "capture-pane -p -S -200 -t intr")
     os.execute(tmux .. "kill-server 2>/dev/null")
     local pids = H.sh("pgrep -f 'record-intr-spe[c]'")
-    local data = dir .. "/p.data"
+    local data = work .. "/p.data"
     local f = perf.data.open(data)
     local n = 0
     if f then
@@ -384,7 +383,7 @@ describe("perf-lua record on a terminal, ^C", function()
       f:close()
     end
     local report = H.sh(("perf report -i %s --stdio --sort comm 2>&1"):format(data))
-    os.execute("rm -rf " .. dir)
+    os.execute("rm -rf " .. work)
     assert.truthy(seen and tonumber(seen) > 0, screen)
     assert.equal("exit 130", status, screen)              -- killed by SIGINT
     assert.is_nil(screen:find("traceback", 1, true), screen)
