@@ -69,6 +69,7 @@ local PUBLIC = {
       group = registry_methods "perf.group",
       ring = registry_methods "perf.ring",
       child = registry_methods "perf.child",
+      waiter = registry_methods "perf.waiter",
     },
   },
   ["perf.cpus"] = {
