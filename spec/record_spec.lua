@@ -104,6 +104,14 @@ describe("perf.record", function()
     end
   end)
 
+  it("sizes the rings as perf record does: perf_event_mlock_kb less a page, a power of 2", function()
+    local kb = math.tointeger(tonumber(H.sh("cat /proc/sys/kernel/perf_event_mlock_kb")))
+    local pages = require("perf.record").default_pages()
+    assert.is_true(pages * 4 <= kb - 4 and pages * 8 > kb - 4)
+    assert.equal(0, pages & (pages - 1))
+    if kb == 516 then assert.equal(128, pages) end     -- the kernel's default
+  end)
+
   it("reports the kernel's count of lost samples, and writes it as perf record does", function()
     -- a 1-page ring cannot keep up with 100000 reads of a byte
     local argv = { "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=100000" }
