@@ -51,6 +51,7 @@ build = {
         "csrc/spawn.c",
         "csrc/userpage.c",
         "csrc/util.c",
+        "csrc/waiter.c",
       },
       defines = { "_GNU_SOURCE" },
       incdirs = { "csrc" },
