@@ -113,12 +113,16 @@ describe("perf.record", function()
   end)
 
   it("reports the kernel's count of lost samples, and writes it as perf record does", function()
-    -- a 1-page ring cannot keep up with 100000 reads of a byte
+    -- a 1-page ring read every 50 ms cannot keep up with 100000 reads of a byte
     local argv = { "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=100000" }
     local st = assert(perf.stat(argv, "syscalls:sys_enter_read", { stderr = "/dev/null" }))
     local file = tmp("lost.data")
+    local function slow()
+      local t = os.clock() + 0.05
+      repeat until os.clock() >= t
+    end
     local r = assert(perf.record(argv, "syscalls:sys_enter_read",
-      { pages = 1, stderr = "/dev/null", output = file }))
+      { pages = 1, stderr = "/dev/null", output = file, on_progress = slow }))
     local hits = st["syscalls:sys_enter_read"]
     assert.is_true(r.lost > 0)
     -- every hit is kept or lost; the kernel's count also has the few
