@@ -70,30 +70,8 @@ end)
 
 -- A real browser renders the SVG: the script ran over every frame, a
 -- frame given in the URL is zoomed to, and the screenshot shows a picture.
-local chromium = H.sh("command -v chromium"):match("%S+")
-local with_browser = chromium and it or pending
-
-local function browse(flags, url)
-  local profile = os.tmpname()
-  os.remove(profile)
-  local cmd = ("env -u LD_PRELOAD %s --headless --no-sandbox --disable-gpu --disable-quic "
-    .. "--no-first-run --disable-background-networking --disable-component-update "
-    .. "--disable-sync --user-data-dir=%s %s '%s' 2>/dev/null"):format(chromium, profile, flags, url)
-  local out = H.sh(cmd)
-  os.execute("rm -rf " .. profile)
-  return out
-end
-
--- width, height and size of a PNG file (nil when it is not one)
-local function png_info(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local data = f:read("a")
-  f:close()
-  if data:sub(1, 8) ~= "\137PNG\r\n\26\n" or data:sub(13, 16) ~= "IHDR" then return nil end
-  local w, h = string.unpack(">I4I4", data, 17)
-  return w, h, #data
-end
+local with_browser = H.chromium and it or pending
+local browse, png_info = H.browse, H.png_info
 
 describe("the flame graph in a browser", function()
   local dir = os.tmpname()

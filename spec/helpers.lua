@@ -196,4 +196,32 @@ function H.find(list, pred)
   end
 end
 
+-- Headless Chromium, where installed (a test dependency): H.chromium is
+-- its path or nil; H.browse(flags, url) runs it once with a profile
+-- directory of its own and returns what it printed (--dump-dom: the page
+-- after its scripts ran).
+H.chromium = H.sh("command -v chromium"):match("%S+")
+
+function H.browse(flags, url)
+  local profile = os.tmpname()
+  os.remove(profile)
+  local cmd = ("env -u LD_PRELOAD %s --headless --no-sandbox --disable-gpu --disable-quic "
+    .. "--no-first-run --disable-background-networking --disable-component-update "
+    .. "--disable-sync --user-data-dir=%s %s '%s' 2>/dev/null"):format(H.chromium, profile, flags, url)
+  local out = H.sh(cmd)
+  os.execute("rm -rf " .. profile)
+  return out
+end
+
+-- width, height and size of a PNG file (nil when it is not one)
+function H.png_info(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local data = f:read("a")
+  f:close()
+  if data:sub(1, 8) ~= "\137PNG\r\n\26\n" or data:sub(13, 16) ~= "IHDR" then return nil end
+  local w, h = string.unpack(">I4I4", data, 17)
+  return w, h, #data
+end
+
 return H

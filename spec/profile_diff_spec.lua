@@ -76,6 +76,35 @@ describe("prof:diff", function()
     assert.matches("Differential flame graph: " .. OPENAT, svg, 1, true)
   end)
 
+  -- the differential flame graph in a real browser, as the plain one
+  local with_browser = perf.capabilities().tracefs and H.chromium and it or pending
+  with_browser("renders the differential flame graph in headless Chromium", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local path = dir .. "/d.svg"
+    assert.is_true(run(20, 25):diff(run(30, 10)):write(path))
+    local f = assert(io.open(path))
+    local svg = f:read("a")
+    f:close()
+    local n = select(2, svg:gsub('<g class="frame[^"]*" id="f%d+"', ""))
+    local dom = H.browse("--dump-dom", "file://" .. path)
+    assert.matches('data%-ready="' .. n .. '"', dom)     -- its script ran over every frame
+    assert.matches('data%-name="open_b %(' .. FX:gsub("%p", "%%%0") .. ':13%)"[^>]*>.-fill="rgb%(255,', dom)
+    local png = dir .. "/d.png"
+    H.browse("--screenshot=" .. png .. " --window-size=1200,200", "file://" .. path)
+    local w, h, size = H.png_info(png)
+    assert.same({ 1200, 200 }, { w, h })
+    f = assert(io.open(dir .. "/blank.svg", "w"))
+    f:write('<svg xmlns="http://www.w3.org/2000/svg" width="1200" height="200">'
+      .. '<rect width="1200" height="200" fill="#f8f8f0"/></svg>')
+    f:close()
+    H.browse("--screenshot=" .. dir .. "/blank.png --window-size=1200,200", "file://" .. dir .. "/blank.svg")
+    local _, _, blank = H.png_info(dir .. "/blank.png")
+    assert.is_true(size > 3 * blank, ("diff graph %d bytes, blank page %d"):format(size, blank))
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("refuses what is not a profile, and unknown formats", function()
     local prof = assert(perf.profile(function() end))
     H.assert_has("base must be a profile, got number", select(2, pcall(prof.diff, prof, 3)))
