@@ -701,3 +701,36 @@ describe("PMU terms against the real sysfs", function()
       parse.parse("software/config=3/"))
   end)
 end)
+
+describe("perf.parse on the event strings fuzz/fuzz_parse.c starts from", function()
+  -- the fuzzing target's rule: an attr (a list for a group), or the
+  -- message about this string, raised at the caller; never an error from
+  -- inside the parser
+  local function call(s) local r = parse.parse(s) return r end
+  local at = ("spec/parse_spec.lua:%d: "):format(debug.getinfo(call, "S").linedefined)
+
+  it("answers every seed with an attr or a message about the string", function()
+    local seeds, attrs, messages = 0, 0, 0
+    for line in io.lines("fuzz/parse_seeds.txt") do
+      if line ~= "" and not line:find("^# ") then
+        seeds = seeds + 1
+        local ok, r = pcall(call, line)
+        local q = ("%q"):format(line)
+        if ok then
+          assert.equal("table", type(r), line)
+          for _, a in ipairs(r.group and r or { r }) do
+            assert.equal("integer", math.type(a.type), line)
+            assert.equal("integer", math.type(a.config), line)
+          end
+          attrs = attrs + 1
+        else
+          assert.is_true(r:sub(1, #at + 12 + #q) == at .. "bad event " .. q .. ": "
+            or r:sub(1, #at + 2 + #q) == at .. q .. ": ", r)
+          messages = messages + 1
+        end
+      end
+    end
+    assert.is_true(seeds >= 200)
+    assert.is_true(attrs >= 100 and messages >= 50, ("%d attrs, %d messages"):format(attrs, messages))
+  end)
+end)
