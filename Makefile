@@ -232,3 +232,10 @@ bench-record: all
 	$(LUA) bench/record.lua
 
 bench: bench-record
+
+# ---- a soak for slow leaks (see bench/soak.lua) ----
+# Not part of `make bench`: it runs SOAK_MINUTES (10 by default).
+SOAK_MINUTES ?= 10
+.PHONY: bench-soak
+bench-soak: all
+	$(LUA) bench/soak.lua $(SOAK_MINUTES)
