@@ -198,7 +198,7 @@ fuzz-parse: fuzz-deps
 	  -artifact_prefix=fuzz/ -print_final_stats=1 fuzz/corpus-parse build/seeds-parse
 
 fuzz-short:
-	$(MAKE) fuzz FUZZ_RUNS=300000 FUZZ_DATA_RUNS=20000 FUZZ_PARSE_RUNS=20000
+	$(MAKE) fuzz FUZZ_RUNS=300000 FUZZ_DATA_RUNS=20000 FUZZ_PARSE_RUNS=10000
 	$(MAKE) fuzz-push FUZZ_RUNS=100000
 
 # ---- ring buffer: benchmark (root; see bench/ring.lua) ----
