@@ -141,6 +141,8 @@ void pl_profile_set_on_charge(pl_profile_charge_fn fn) { P.on_charge = fn; }
 
 int pl_profile_charging(void) { return P.charging; }
 
+const int *pl_profile_charging_flag(void) { return &P.charging; }
+
 int pl_profile_sample_read(const uint64_t **values, const uint64_t **ids) {
   *values = P.read_value;
   *ids = P.read_id;

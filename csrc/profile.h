@@ -31,5 +31,7 @@ int pl_profile_sample_read(const uint64_t **values, const uint64_t **ids);
 
 /* 1 while the hook charges (what it allocates is the profiler's own). */
 int pl_profile_charging(void);
+/* The same as a flag to read where a call costs too much (an allocator). */
+const int *pl_profile_charging_flag(void);
 
 #endif

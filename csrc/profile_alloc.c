@@ -35,6 +35,7 @@ static struct {
   lua_Alloc f;                   /* the wrapped allocator */
   void *ud;
   profalloc *owner;              /* counting for it, NULL: forwarding only */
+  const int *charging;           /* the profiler's hook is charging */
   size_t since_sample;           /* bytes since the last sample was taken */
   lua_Integer unweighed;         /* bytes not yet charged */
 } A;
@@ -43,7 +44,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   (void)ud;
   void *p = A.f(A.ud, ptr, osize, nsize);
   profalloc *owner = A.owner;
-  if (!p || !owner || pl_profile_charging()) return p;
+  if (!p || !owner || *A.charging) return p;
   /* lua.h: with ptr NULL, osize is a type tag, not a size */
   size_t grown = ptr == NULL ? nsize : nsize > osize ? nsize - osize : 0;
   if (grown == 0) return p;
@@ -106,6 +107,7 @@ static int alloc_start(lua_State *L) {
   }
   A.since_sample = 0;
   A.unweighed = 0;
+  A.charging = pl_profile_charging_flag();
   A.owner = a;
   a->active = 1;
   pl_profile_set_weigh(weigh);
