@@ -168,6 +168,33 @@ describe("enable_all / disable_all", function()
   end)
 end)
 
+describe("target flags", function()
+  it("fd_no_group: an event given a group but no member of it opens disabled", function()
+    local lead <close> = tracepoint("syscalls", "sys_enter_openat")
+    for _, flags in ipairs { { "fd_no_group" }, perf.core.PERF_FLAG_FD_NO_GROUP } do
+      local ev <close> = assert(perf.open("syscalls:sys_enter_openat",
+        { group = lead, flags = flags }))
+      assert(io.open("/dev/null")):close()
+      assert.are.equal(0, (ev:read()))
+      assert.is_true(ev:enable())
+      assert(io.open("/dev/null")):close()
+      assert.is_true(ev:disable())
+      assert.are.equal(1, (ev:read()))
+      assert.are.equal(0, (lead:read()))
+    end
+  end)
+
+  it("a member of a group opens enabled and counts once the leader is", function()
+    local lead <close> = tracepoint("syscalls", "sys_enter_openat")
+    local ev <close> = assert(perf.open("syscalls:sys_enter_openat", { group = lead }))
+    assert(io.open("/dev/null")):close()
+    assert.is_true(lead:enable())
+    assert(io.open("/dev/null")):close()
+    assert.is_true(lead:disable())
+    assert.are.equal(1, (ev:read()))
+  end)
+end)
+
 describe("type and config by name", function()
   it("resolve software and tracepoint names, and count", function()
     local clock <close> = assert(perf.open { type = "software", config = "task-clock" })

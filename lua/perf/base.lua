@@ -108,6 +108,17 @@ local function strip(msg)
 end
 M.strip_position = strip
 
+-- Whether target.flags has fd_no_group (PERF_FLAG_FD_NO_GROUP, bit 0):
+-- the event is then no member of target.group's group.
+local function no_group(flags)
+  if math.type(flags) == "integer" then return flags & 1 ~= 0 end
+  if type(flags) ~= "table" then return false end
+  for _, f in ipairs(flags) do
+    if f == "fd_no_group" then return true end
+  end
+  return false
+end
+
 -- Opens an event (`perf_event_open(2)`), disabled unless the attr says
 -- `disabled = false`; a group member opens enabled, so that enabling its
 -- leader starts it.
@@ -130,7 +141,7 @@ function M.open(spec, target)
   if not ok then error(strip(attr), 2) end
   if not attr then return nil, "perf.open " .. name, extra end
   -- a group member opens enabled (unless told): enabling the leader starts it
-  if type(target) == "table" and target.group ~= nil
+  if type(target) == "table" and target.group ~= nil and not no_group(target.flags)
       and not (type(spec) == "table" and spec.disabled ~= nil) then
     attr.disabled = false
   end
