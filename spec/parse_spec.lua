@@ -75,6 +75,16 @@ describe("perf.events name tables", function()
     assert.equal("iTLB-load-misses", events.cache.name_of(0x10004))
     assert.is_nil(events.cache.name_of(0x104)) -- iTLB has no store
   end)
+
+  it("index cache events by name as the other tables do", function()
+    local cache = require("perf").events.cache
+    assert.equal(0x10000, cache["L1-dcache-load-misses"])
+    for _, e in ipairs(cache.all()) do assert.equal(e.config, cache[e.name]) end
+    assert.equal(0x10000, cache["l1d-misses"])
+    assert.equal(0x10103, cache["Data-TLB-store-misses"])
+    assert.is_nil(cache["L1-dcache-store-misses-loads"])
+    assert.is_nil(cache["page-faults"])
+  end)
 end)
 
 describe("perf.parse", function()

@@ -250,6 +250,13 @@ end
 
 cache.find_spelling = find_spelling
 
+-- cache[name] is the config of any of perf's spellings of a cache event,
+-- as hardware[name] and software[name] are: cache["L1-dcache-load-misses"]
+-- is 0x10000.
+setmetatable(cache, { __index = function(_, name)
+  if type(name) == "string" then return (cache.decode(name)) end
+end })
+
 ---------------------------------------------------------------------------
 -- Bit names the parser derives attr fields with (the kernel's names,
 -- lower-cased, in bit order).
