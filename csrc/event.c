@@ -16,6 +16,7 @@
 #include "counter_read.h"
 #include "perf_core.h"
 #include "read_format.h"
+#include "ring.h"
 
 static const pl_name ioc_flag_names[] = {{"group", PERF_IOC_FLAG_GROUP}, {NULL, 0}};
 
@@ -214,6 +215,10 @@ static int l_open(lua_State *L) {
   if (!name) name = default_name(L, &a);
   n = pl_event_new(L, &a, (pid_t)pid, (int)cpu, leader, flags, name);
   if (cgfd >= 0) close(cgfd);
+  if (n == 1 && leader && (flags & PERF_FLAG_FD_OUTPUT) && !lua_isnil(L, -1)) {
+    int failed = pl_ring_follow(L, -1, leader);
+    if (failed) return failed;
+  }
   return n;
 }
 

@@ -433,6 +433,21 @@ static int rb_attach(lua_State *L) {
                 "cpu is -1) and use the same clock");
 }
 
+int pl_ring_follow(lua_State *L, int evidx, int toidx) {
+  evidx = lua_absindex(L, evidx);
+  int top = lua_gettop(L);
+  if (!pl_event_ring(L, toidx)) {
+    lua_settop(L, top);
+    return 0;
+  }
+  int n = attach(L, -1, evidx, "perf.open: PERF_EVENT_IOC_SET_OUTPUT", NULL);
+  if (n == 1) {
+    lua_settop(L, top);
+    return 0;
+  }
+  return n;
+}
+
 /* ev:set_output(other | nil): send this event's records to other's ring.
 ** When other has a ring mapped here, that ring decodes them by id, as
 ** rb:attach does; the ioctl alone otherwise. */

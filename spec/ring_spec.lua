@@ -477,6 +477,27 @@ describe("set_output", function()
     a:close() b:close()
   end)
 
+  it("decodes the records of an event opened with flags fd_output, by id", function()
+    local a = tp({ "identifier", "tid" })
+    local rb = assert(a:mmap(2))
+    for _, flags in ipairs { { "fd_output", "fd_no_group" }, { "fd_output" } } do
+      local b <close> = assert(perf.open({ type = "tracepoint", config = CLOSE,
+        sample_period = 1, sample_type = { "identifier", "raw" } },
+        { group = a, flags = flags }))
+      a:enable() b:enable()
+      opens(3)
+      a:disable() b:disable()
+      local n = { [a:id()] = 0, [b:id()] = 0 }
+      for rec in rb:records() do
+        assert.is_nil(rec.error)
+        n[rec.id] = n[rec.id] + 1
+        if rec.id == b:id() then assert.equal(CLOSE, string.unpack("<I2", rec.raw)) end
+      end
+      assert.same({ 3, 3 }, { n[a:id()], n[b:id()] })
+    end
+    rb:close() a:close()
+  end)
+
   it("suggests a sample field for a misspelt one", function()
     local a <close> = tp({ "ip" })
     local rb <close> = assert(a:mmap(1))
