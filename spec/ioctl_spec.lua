@@ -157,6 +157,13 @@ describe("modify_attributes", function()
     shape(sw:modify_attributes { type = "software", config = "page-faults" })
     assert.has_error(function() sw:modify_attributes { config = "cpu-clok" } end,
       "ev:modify_attributes: no software event 'cpu-clok' (did you mean cpu-clock?)")
+    -- a breakpoint's type has no config names: the name is an event's, and
+    -- the kernel refuses to change the type
+    msg, errno = shape(ev:modify_attributes { config = "cpu-clock" })
+    assert.are.equal(22, errno)
+    assert.matches("only breakpoint events can be modified", msg)
+    assert.are.equal(5, ev:attr().type)
+    assert.has_error(function() ev:modify_attributes { config = "cpu-clok" } end)
   end)
 
   it("is refused for other events", function()

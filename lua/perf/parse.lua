@@ -503,7 +503,16 @@ function M.fields(fields, current_type)
     if type(a.config) == "string" then
       local t = a.type
       a.type = a.type or current_type
-      local r = resolve_config(a, a.config, p)
+      local r
+      if t == nil and not p and math.type(a.type) == "integer" and a.type > 4 then
+        -- the current type has no config names: the name is an event's, as
+        -- perf.open reads it ("cpu-clock" sets type and config)
+        r = parse_string(a.config)
+        if r.group then misuse("config cannot be a group") end
+        t = r.type
+      else
+        r = resolve_config(a, a.config, p)
+      end
       a.type, a.config = t, nil
       for k, v in pairs(r) do
         if k ~= "name" and (fields[k] == nil or k == "config") then a[k] = v end
