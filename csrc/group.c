@@ -153,7 +153,7 @@ static int g_tostring(lua_State *L) {
   luaL_Buffer b;
   int i, ok;
   if (!g->open) {
-    lua_pushfstring(L, "perf.group (%d members, closed)", g->n);
+    lua_pushfstring(L, "perf.group (%d member%s, closed)", g->n, g->n == 1 ? "" : "s");
     return 1;
   }
   lua_settop(L, 1);
@@ -163,7 +163,7 @@ static int g_tostring(lua_State *L) {
   lua_settop(L, 3);
   lua_getiuservalue(L, 1, 1);                      /* members at 4 */
   luaL_buffinit(L, &b);
-  lua_pushfstring(L, "perf.group (%d members%s, %s) {", g->n,
+  lua_pushfstring(L, "perf.group (%d member%s%s, %s) {", g->n, g->n == 1 ? "" : "s",
                   g->separate ? ", read one by one" : "",
                   g->ev[0]->fd >= 0 && g->ev[0]->enabled ? "enabled" : "disabled");
   luaL_addvalue(&b);

@@ -70,7 +70,7 @@ static void push_table(lua_State *L, int idx, int depth) {
     put(&a, "}");
     done(&a);
   } else {
-    lua_pushfstring(L, "{%d entries}", k);
+    lua_pushfstring(L, "{%d entr%s}", k, k == 1 ? "y" : "ies");
   }
 }
 

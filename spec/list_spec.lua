@@ -102,6 +102,12 @@ describe("perf.list", function()
     assert.equal(table.concat(theirs, "\n"), ours)
   end)
 
+  it("names its entries and itself for the prompt", function()
+    local l = perf.list "sw"
+    assert.equal("perf.list", getmetatable(l).__name)
+    assert.equal("perf.list.entry", getmetatable(l[1]).__name)
+  end)
+
   it("says so when nothing matches", function()
     local l = perf.list "nosuchthing"
     assert.equal(0, #l)
@@ -153,6 +159,19 @@ describe("perf.pmus", function()
       f:close()
     end
     assert.same(want, got)
+  end)
+
+  it("prints one line a PMU at the prompt", function()
+    local p = perf.pmus()
+    assert.equal("perf.pmus", getmetatable(p).__name)
+    local lines = {}
+    for line in tostring(p):gmatch("[^\n]+") do lines[#lines + 1] = line end
+    assert.equal(("perf.pmus (%d)"):format(#p), lines[1])
+    assert.equal(#p + 1, #lines)
+    for i, e in ipairs(p) do
+      assert.matches("^  " .. e.name:gsub("%p", "%%%0") .. " +type " .. e.type .. " ", lines[i + 1])
+    end
+    assert.matches("^  software +type 1 +0 format fields, 0 events$", tostring(p):match("\n  software[^\n]*"):sub(2))
   end)
 
   it("gives formats and events, in fresh tables", function()

@@ -76,4 +76,9 @@ describe("plain result tables", function()
     assert.matches("records = 1", shown(rb:stats(), "perf.ring.stats"))
     shown(tp:userpage(), "perf.userpage")
   end)
+
+  it("count the entries of a nested table", function()
+    assert.equal("t { {1 entry}, {2 entries} }",
+      tostring(perf.core.show({ { a = 1 }, { a = 1, b = 2 } }, "t")))
+  end)
 end)

@@ -151,6 +151,19 @@ describe("tp:decode on a fake tracefs", function()
     assert.equal("demo:demo_event", tracepoint.name_of(4242))
   end)
 
+  it("prints its fields and a decoded sample at the prompt", function()
+    local tp = assert(perf.tracepoint "demo:demo_event")
+    local f = tp.fields[1]
+    assert.equal("perf.tracepoint.field", getmetatable(f).__name)
+    assert.matches('^perf.tracepoint.field { .*name = "common_type", offset = 0,', tostring(f))
+    local d = tp:decode(sample())
+    assert.equal("perf.tracepoint.entry", getmetatable(d).__name)
+    assert.matches('^perf.tracepoint.entry { .*comm = "lua5.4",', tostring(d))
+    local into = {}
+    assert.equal(into, tp:decode(sample(), into))
+    assert.is_nil(getmetatable(into))              -- a table given is left alone
+  end)
+
   it("decodes every kind of field", function()
     local tp = assert(perf.tracepoint "demo:demo_event")
     assert.same({

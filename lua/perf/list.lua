@@ -83,6 +83,7 @@ end
 
 local Entry = {}
 Entry.__index = Entry
+Entry.__name = "perf.list.entry"
 
 local function entry_label(e)
   local name = e.name
@@ -210,6 +211,7 @@ end
 
 local List = {}
 List.__index = List
+List.__name = "perf.list"
 
 function List:__tostring()
   if #self == 0 then
@@ -267,6 +269,21 @@ function M.list(pattern)
   return setmetatable(kept, List)
 end
 
+-- perf.pmus() prints one line a PMU.
+local Pmus = { __name = "perf.pmus" }
+
+function Pmus:__tostring()
+  local lines = {}
+  for _, p in ipairs(self) do
+    local nf, ne = 0, 0
+    for _ in pairs(p.formats) do nf = nf + 1 end
+    for _ in pairs(p.events) do ne = ne + 1 end
+    lines[#lines + 1] = ("  %-24s type %-4d %d format field%s, %d event%s"):format(
+      p.name, p.type, nf, nf == 1 and "" or "s", ne, ne == 1 and "" or "s")
+  end
+  return ("perf.pmus (%d)\n%s"):format(#self, table.concat(lines, "\n"))
+end
+
 --- The PMUs of /sys/bus/event_source/devices.
 -- @treturn table a list of `{ name, type, formats = { field = "config:0-7" },
 -- events = { name = "event=0x3c,..." }, event_info = { name = { scale, unit } },
@@ -287,7 +304,7 @@ function M.pmus()
     end
     out[#out + 1] = require("perf.core").show(t, "perf.pmu")
   end
-  return out
+  return setmetatable(out, Pmus)
 end
 
 M.Entry, M.List = Entry, List

@@ -13,6 +13,9 @@ local fs = require "perf.fs"
 local M = {}
 
 local tracefs = require "perf.tracefs"
+-- the prompt form of plain tables, when the C core is there
+local has_core, core = pcall(require, "perf.core")
+local show = has_core and core.show or function(t) return t end
 
 local root_override
 
@@ -217,6 +220,7 @@ function M.parse_format(text)
       local f = parse_field(trim(decl), tonumber(off) // 1, tonumber(size) // 1,
         sgn == "1")
       f.common = f.name:find("^common_") ~= nil
+      show(f, "perf.tracepoint.field")
       t.fields[#t.fields + 1] = f
       t.field[f.name] = f
     end
@@ -301,7 +305,7 @@ function Tracepoint:decode(raw, into)
     error(("%s:decode: expected the raw sample as a string, got %s"):format(
       self.name, type(raw)), 2)
   end
-  local out = into or {}
+  local out = into or show({}, "perf.tracepoint.entry")
   for _, f in ipairs(self.fields) do
     out[f.name] = decode_field(f, raw, self.name)
   end
