@@ -702,7 +702,7 @@ static int rb_stats(lua_State *L) {
 
 /* rb:event() -> the perf.event it maps (nil for a byte stream) */
 static int rb_event(lua_State *L) {
-  pl_to_ring(L, 1);
+  pl_check_ring(L, 1);
   lua_getiuservalue(L, 1, 1);
   return 1;
 }

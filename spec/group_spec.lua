@@ -371,6 +371,11 @@ describe("perf.group", function()
     for _, m in ipairs { "read", "scaled", "enable", "disable", "reset", "notes" } do
       assert.has_error(function() kept[m](kept) end, "attempt to use a closed perf group")
     end
+    for m, f in pairs(getmetatable(kept).__index) do     -- and every other method
+      if m ~= "close" and type(f) == "function" then
+        assert.has_error(function() f(kept) end, "attempt to use a closed perf group")
+      end
+    end
     assert.are.equal(2, #kept)
     assert.are.equal("perf.group (2 members, closed)", tostring(kept))
   end)

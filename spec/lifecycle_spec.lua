@@ -25,6 +25,19 @@ describe("event lifecycle", function()
     assert.has_error(function() ev:refresh(1) end, "attempt to use a closed perf event")
     assert.has_error(function() ev:set_filter("x") end, "attempt to use a closed perf event")
     assert.has_error(function() ev:modify_attributes {} end, "attempt to use a closed perf event")
+    local n = 0
+    for m, f in pairs(getmetatable(ev).__index) do       -- and every other method
+      if m ~= "close" then
+        assert.has_error(function() f(ev, 1, 1) end, "attempt to use a closed perf event")
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 20)
+  end)
+
+  it("perf.open raises on a target that is not a table", function()
+    assert.has_error(function() perf.open("task-clock", 5) end,
+      "perf.open: target must be a table ({ pid =, cpu =, group =, cgroup =, flags = }), got number")
   end)
 
   it("<close> closes at the end of the scope, also after an explicit close", function()

@@ -137,6 +137,10 @@ end
 -- ev:disable()
 -- assert(ev:read() == 3)
 function M.open(spec, target)
+  if target ~= nil and type(target) ~= "table" then
+    error(("perf.open: target must be a table ({ pid =, cpu =, group =, cgroup =, flags = }), got %s")
+      :format(type(target)), 2)
+  end
   local ok, attr, name, extra = pcall(M.attr, spec)
   if not ok then error(strip(attr), 2) end
   if not attr then return nil, "perf.open " .. name, extra end
