@@ -93,6 +93,7 @@ build = {
     ["perf.profile_modes"] = "lua/perf/profile_modes.lua",
     ["perf.stat"] = "lua/perf/stat.lua",
     ["perf.stat_format"] = "lua/perf/stat_format.lua",
+    ["perf.stat_tool"] = "lua/perf/stat_tool.lua",
     ["perf.syntax"] = "lua/perf/syntax.lua",
     ["perf.terms"] = "lua/perf/terms.lua",
     ["perf.tracefs"] = "lua/perf/tracefs.lua",

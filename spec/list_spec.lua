@@ -27,12 +27,13 @@ describe("perf.list", function()
       assert.is_boolean(e.available)
       if not seen[e.kind] then seen[e.kind] = true; order[#order + 1] = e.kind end
     end
-    assert.same({ "hardware", "software", "cache", "pmu", "raw", "breakpoint", "tracepoint" }, order)
+    assert.same({ "hardware", "software", "tool", "cache", "pmu", "raw", "breakpoint", "tracepoint" }, order)
   end)
 
-  it("lists the 10 hardware, 12 software and 32 cache events", function()
+  it("lists the 10 hardware, 12 software, 3 tool and 32 cache events", function()
     assert.equal(10, #perf.list("hardware"))
-    assert.equal(12, #perf.list("sw"))
+    assert.equal(15, #perf.list("sw"))               -- as perf list sw: the tool's too
+    assert.equal(3, #perf.list("tool"))
     assert.equal(32, #perf.list("cache"))
   end)
 
@@ -97,7 +98,9 @@ describe("perf.list", function()
     if not have then return pending("perf is not installed") end
     local theirs = {}
     for line in sh("perf list sw"):gmatch("[^\n]+") do
-      if line:match("%[Software event%]") then theirs[#theirs + 1] = line:gsub("%s+$", "") end
+      if line:match("%[Software event%]") or line:match("%[Tool event%]") then
+        theirs[#theirs + 1] = line:gsub("%s+$", "")
+      end
     end
     assert.equal(table.concat(theirs, "\n"), ours)
   end)

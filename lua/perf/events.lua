@@ -53,6 +53,7 @@ M.tool = {
   user_time = "user CPU time from rusage, measured by the perf tool",
   system_time = "system CPU time from rusage, measured by the perf tool",
 }
+M.tool_list = { "duration_time", "user_time", "system_time" }   -- perf list's order
 
 local descriptions = {
   ["cpu-cycles"] = "CPU cycles",

@@ -22,18 +22,20 @@ local tracepoint = require "perf.tracepoint"
 
 local M = {}
 
-local KIND_ORDER = { hardware = 1, software = 2, cache = 3, pmu = 4, raw = 5,
-  breakpoint = 6, tracepoint = 7 }
+local KIND_ORDER = { hardware = 1, software = 2, tool = 3, cache = 4, pmu = 5, raw = 6,
+  breakpoint = 7, tracepoint = 8 }
 local KIND_LABEL = {
-  hardware = "Hardware event", software = "Software event",
+  hardware = "Hardware event", software = "Software event", tool = "Tool event",
   cache = "Hardware cache event", pmu = "Kernel PMU event",
   raw = "Raw hardware event descriptor", breakpoint = "Hardware breakpoint",
   tracepoint = "Tracepoint event",
 }
+local TOOL_ORDER = {}
+for i, name in ipairs(events.tool_list) do TOOL_ORDER[name] = i end
 local KIND_WORDS = {
   hardware = "hardware", hw = "hardware", software = "software", sw = "software",
   cache = "cache", hwcache = "cache", pmu = "pmu", raw = "raw",
-  breakpoint = "breakpoint", tracepoint = "tracepoint",
+  breakpoint = "breakpoint", tracepoint = "tracepoint", tool = "tool",
 }
 
 -- ------------------------------------------------------------------------
@@ -123,6 +125,11 @@ local function generic_entries(out)
         type = type_, config = e[2] }
     end
   end
+  -- the perf tool's own counts: perf.stat takes them, perf.open does not
+  for _, name in ipairs(events.tool_list) do
+    out[#out + 1] = new { name = name, kind = "tool", available = true,
+      description = events.tool[name] .. " (perf.stat counts it; perf.open does not)" }
+  end
   for _, c in ipairs(events.cache.all()) do
     out[#out + 1] = new { name = c.name, kind = "cache", description = c.description,
       probe = { type = 3, config = c.config }, type = 3, config = c.config }
@@ -194,6 +201,8 @@ local function make_filter(pattern)
     error(("perf.list: pattern must be a string, not %s"):format(type(pattern)), 3)
   end
   local kind = KIND_WORDS[pattern:lower()]
+  -- as perf list sw, the software kind shows the tool's counts too
+  if kind == "software" then return function(_, k) return k == kind or k == "tool" end, kind end
   if kind then return function(_, k) return k == kind end, kind end
   if pattern:find("[%*%?]") then
     local pat = glob_to_pattern(pattern:lower())
@@ -263,6 +272,7 @@ function M.list(pattern)
   table.sort(kept, function(a, b)
     local ka, kb = KIND_ORDER[a.kind], KIND_ORDER[b.kind]
     if ka ~= kb then return ka < kb end
+    if ka == KIND_ORDER.tool then return TOOL_ORDER[a.name] < TOOL_ORDER[b.name] end
     return a.name < b.name
   end)
   kept.pattern = pattern

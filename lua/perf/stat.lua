@@ -66,6 +66,7 @@ local processes = require "perf.processes"
 local threads = require "perf.threads"
 local topology = require "perf.topology"
 local measure = require "perf.measure"
+local tool = require "perf.stat_tool"
 
 local M = {}
 
@@ -588,10 +589,18 @@ end
 function M.stat(argv, events, opts)
   local ok, list, command, target = pcall(check_args, argv, events, opts)
   if not ok then error(require("perf.base").strip_position(list), 2) end
+  local kernel, tools = tool.split(list)
+  local placeholder = tools and #kernel == 0 and "dummy" or nil
   local r, msg, errno
+  if tools then
+    ok, msg = pcall(tool.check, opts)
+    if not ok then error(msg, 2) end
+    list = placeholder and { placeholder } or kernel
+  end
   ok, r, msg, errno = pcall(run, command, list, opts or {}, target)
   if not ok then error(require("perf.base").strip_position(r), 2) end
   if not r then return nil, msg, errno end
+  if tools then tool.merge(r, tools, #kernel, placeholder) end
   if getmetatable(r) == nil then core.show(r, "perf.stat") end
   return r
 end
