@@ -114,6 +114,15 @@ describe("perf.watch", function()
       end)
     end
 
+    it("an unknown option, suggesting the nearest of its own, target and attr fields", function()
+      assert.has_error(function() perf.watch(0x1000, { mdoe = "rw" }) end,
+        "perf.watch: unknown option 'mdoe' (did you mean mode?)")
+      assert.has_error(function() perf.watch(0x1000, { mode = "rw", lenn = 4 }) end,
+        "perf.watch: unknown option 'lenn' (did you mean len?)")
+      assert.has_error(function() perf.watch(0x1000, { mode = "rw", sample_perod = 4 }) end,
+        "perf.watch: unknown option 'sample_perod' (did you mean sample_period or sample_freq?)")
+    end)
+
     it("execute breakpoints of another length", function()
       assert.has_error(function() perf.watch("getenv", { mode = "x", len = 4 }) end,
         ("perf.watch: execute breakpoints need len = %d (sizeof(long)), not 4"):format(string.packsize("l")))

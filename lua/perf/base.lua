@@ -9,6 +9,7 @@ local M = {}
 
 -- Keys a spec may carry that are not attr fields: stripped before opening.
 local NOT_ATTR = { name = true, scale = true, unit = true }
+M.NOT_ATTR = NOT_ATTR     -- the keys an event table takes besides attr fields
 
 local default_read_format
 local function read_format()

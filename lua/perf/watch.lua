@@ -21,6 +21,7 @@
 -- sample every hit (sample_period = 1).
 
 local options = require "perf.options"
+local base = require "perf.base"
 
 local M = {}
 
@@ -35,6 +36,29 @@ local function x86()
     is_x86 = m == "x86_64" or m:match("^i%d86$") ~= nil
   end
   return is_x86
+end
+
+-- Raises on a key of opts that is neither perf.watch's own, a target field
+-- nor an attr field, suggesting the nearest of them all.
+local function check_keys(opts)
+  local known
+  for k in pairs(opts) do
+    if not OWN_KEYS[k] and not options.TARGET_KEYS[k] and not base.NOT_ATTR[k] then
+      if not known then
+        known = {}
+        for _, f in ipairs(require("perf.core").attr_fields()) do known[f] = true end
+      end
+      if not known[k] then
+        local names = {}
+        for n in pairs(OWN_KEYS) do names[#names + 1] = n end
+        for n in pairs(options.TARGET_KEYS) do names[#names + 1] = n end
+        for n in pairs(known) do names[#names + 1] = n end
+        table.sort(names)
+        error(("perf.watch: unknown option '%s'%s"):format(tostring(k),
+          type(k) == "string" and require("perf.nearest").hint(k, names) or ""), 4)
+      end
+    end
+  end
 end
 
 -- Builds the attr and target of a watchpoint. Raises on misuse; returns
@@ -85,6 +109,7 @@ function M.attr(perf, where, opts)
       "the aligned address 0x%x"):format(addr, len, addr - addr % len), 3)
   end
 
+  check_keys(opts)
   local attr = { type = "breakpoint", bp_addr = addr, bp_len = len, bp_type = mode,
     sample_period = 1, exclude_kernel = true, exclude_hv = true }
   local target = options.split(opts, attr, OWN_KEYS)
