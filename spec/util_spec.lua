@@ -61,6 +61,24 @@ describe("perf.core constants", function()
     assert.are.equal(-128, c.PERF_CONTEXT_KERNEL)
     assert.are.equal(136, c.PERF_ATTR_SIZE_VER8)
   end)
+
+  it("name every constant of the installed linux/perf_event.h", function()
+    local c, names = perf.core, {}
+    for line in io.lines("/usr/include/linux/perf_event.h") do
+      local n = line:match("^%s*(PERF_[%w_]+)%s*=") or line:match("^%s*(PERF_[%w_]+),")
+        or line:match("^#define%s+(PERF_[%w_]+)%s")
+      if n then names[#names + 1] = n end
+    end
+    assert.is_true(#names > 300)
+    local missing = {}
+    for _, n in ipairs(names) do
+      if math.type(c[n]) ~= "integer" then missing[#missing + 1] = n end
+    end
+    assert.same({}, missing)
+    assert.same({ 1, 1, 7, 7, 0x0d, 32, 1 << 24 }, { c.PERF_AUX_FLAG_TRUNCATED,
+      c.PERF_BPF_EVENT_PROG_LOAD, c.PERF_BR_SYSCALL, c.PERF_SAMPLE_BRANCH_PLM_ALL,
+      c.PERF_MEM_LVLNUM_RAM, c.PERF_TXN_ABORT_SHIFT, c.PERF_SAMPLE_WEIGHT_STRUCT })
+  end)
 end)
 
 describe("perf.capabilities", function()
