@@ -7,6 +7,7 @@
 */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -134,6 +135,16 @@ int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
     lua_setiuservalue(L, -2, 2);
   }
   return 1;
+}
+
+/* A breakpoint's name as perf spells it: "mem:0x1000/8:w". */
+static void push_bp_name(lua_State *L, const struct pl_attr *a) {
+  const pl_name *t = pl_bp_type_names;
+  char buf[64];
+  while (t->name && t->value != a->bp_type) t++;
+  snprintf(buf, sizeof buf, "mem:0x%" PRIx64 "/%" PRIu64 ":%s", a->config1,
+           a->config2, t->name ? t->name : "?");
+  lua_pushstring(L, buf);
 }
 
 /* A name for an attr opened without one: "software:1", "tracepoint:372". */
@@ -459,22 +470,59 @@ static int l_query_bpf(lua_State *L) {
   return 1;
 }
 
+/* Raises when a breakpoint's new bp_addr, bp_len or bp_type is one the
+** kernel refuses, saying which (as perf.watch checks them): lengths 1, 2, 4
+** or 8, aligned to the length; execute breakpoints take sizeof(long)
+** (arch_build_bp_info in arch/x86/kernel/hw_breakpoint.c). */
+static void check_breakpoint(lua_State *L, const struct pl_attr *a) {
+  uint64_t addr = a->config1, len = a->config2;
+  if (a->bp_type == 4) {                              /* HW_BREAKPOINT_X */
+    if (len != sizeof(long))
+      luaL_error(L, "ev:modify_attributes: execute breakpoints need bp_len = %d "
+                 "(sizeof(long)), not %I", (int)sizeof(long), (lua_Integer)len);
+    return;
+  }
+  if (len != 1 && len != 2 && len != 4 && len != 8)
+    luaL_error(L, "ev:modify_attributes: bp_len must be 1, 2, 4 or 8, not %I",
+               (lua_Integer)len);
+  if (addr % len != 0) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "ev:modify_attributes: address 0x%" PRIx64 " is not "
+             "aligned to bp_len %d; use bp_len 1 or the aligned address 0x%" PRIx64,
+             addr, (int)len, addr - addr % len);
+    luaL_error(L, "%s", msg);
+  }
+}
+
 /* ev:modify_attributes(fields): change an open event (breakpoints: bp_addr,
-** bp_len, bp_type); the other fields stay as opened. */
+** bp_len, bp_type); the other fields stay as opened. A breakpoint that
+** moves is renamed after its new place ("mem:0x1000/8:w"). */
 static int l_modify_attributes(lua_State *L) {
   pl_event *ev = pl_check_event(L, 1);
   struct pl_attr a = ev->attr;
+  int bp = ev->attr.type == PERF_TYPE_BREAKPOINT;
   luaL_checktype(L, 2, LUA_TTABLE);
   /* the kernel re-enables a modified breakpoint only if attr.disabled is
   ** clear (perf_event_modify_breakpoint): keep the state the event is in */
   a.flags &= ~(1ull << PL_FLAG_DISABLED);
   a.flags |= (uint64_t)!ev->enabled << PL_FLAG_DISABLED;
   pl_attr_update(L, 2, &a);
+  if (bp && a.type == PERF_TYPE_BREAKPOINT) check_breakpoint(L, &a);
   if (ioctl(ev->fd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &a) != 0) {
     int err = errno;
-    return fail(L, err, "ev:modify_attributes", err == EINVAL ?
-                "only breakpoint events can be modified, and only bp_addr, bp_len and bp_type" :
-                err == EOPNOTSUPP ? "this event type cannot be modified" : NULL);
+    return fail(L, err, "ev:modify_attributes", err != EINVAL ?
+                (err == EOPNOTSUPP ? "this event type cannot be modified" : NULL) :
+                !bp ? "only breakpoint events can be modified, and only bp_addr, "
+                "bp_len and bp_type" :
+                a.type != PERF_TYPE_BREAKPOINT ? "a breakpoint stays a breakpoint: "
+                "its type cannot change" :
+                "the kernel refused the new place: only bp_addr, bp_len and bp_type "
+                "change, and a kernel address needs exclude_kernel = false");
+  }
+  if (bp && (a.config1 != ev->attr.config1 || a.config2 != ev->attr.config2 ||
+             a.bp_type != ev->attr.bp_type)) {
+    push_bp_name(L, &a);
+    lua_setiuservalue(L, 1, 1);
   }
   ev->attr = a;
   ev->enabled = !PL_HAS(&a, PL_FLAG_DISABLED);

@@ -141,6 +141,44 @@ describe("modify_attributes", function()
     assert.are.equal(1, (ev:read()))
   end)
 
+  it("renames a moved breakpoint after its new place, and counts only there", function()
+    local fa, fb = assert(io.open("/dev/null")), assert(io.open("/dev/null"))
+    local old, new = perf.addressof(fa) + 8, perf.addressof(fb) + 8
+    local ev <close> = assert(perf.open { type = "breakpoint", bp_type = "w",
+      bp_addr = old, bp_len = 8 })
+    assert(ev:enable())
+    assert.is_true(ev:modify_attributes { bp_addr = new })
+    local name = ("mem:0x%x/8:w"):format(new)
+    assert.are.equal(name, ev:name())
+    assert.matches('"' .. name .. '"', tostring(ev), 1, true)
+    fa:close()                                   -- a write to the old place
+    assert.are.equal(0, (ev:read()))
+    fb:close()                                   -- a write to the new place
+    assert.are.equal(1, (ev:read()))
+  end)
+
+  it("says which of bp_addr, bp_len and bp_type a breakpoint cannot take", function()
+    local s = string.rep("w", 32)
+    local at = perf.addressof(s) + 8 - perf.addressof(s) % 8     -- 8-aligned
+    local ev <close> = assert(perf.open { type = "breakpoint", bp_type = "w",
+      bp_addr = at, bp_len = 8 })
+    assert.has_error(function() ev:modify_attributes { bp_addr = at + 4 } end,
+      ("ev:modify_attributes: address 0x%x is not aligned to bp_len 8; use bp_len 1 " ..
+       "or the aligned address 0x%x"):format(at + 4, at))
+    assert.has_error(function() ev:modify_attributes { bp_type = "x", bp_len = 4 } end,
+      ("ev:modify_attributes: execute breakpoints need bp_len = %d (sizeof(long)), not 4")
+        :format(string.packsize("l")))
+    assert.has_error(function() ev:modify_attributes { bp_len = 3 } end,
+      "ev:modify_attributes: bp_len must be 1, 2, 4 or 8, not 3")
+    -- nothing changed: the breakpoint is where it was
+    assert.are.equal(at, ev:attr().bp_addr)
+    assert.are.equal(("mem:0x%x/8:w"):format(at), ev:name())
+    -- a breakpoint keeps its type: the hint says so, not "only breakpoints"
+    local msg, errno = shape(ev:modify_attributes { type = "software" })
+    assert.are.equal(22, errno)
+    assert.matches("its type cannot change", msg, 1, true)
+  end)
+
   it("takes the names perf.open takes", function()
     local s = string.rep("w", 16)
     local ev <close> = assert(perf.open { type = "breakpoint", bp_type = "rw",
