@@ -195,6 +195,14 @@ const char *pl_nearest(const char *s, const char *const *cands, size_t n) {
   return best <= limit ? hit : "";
 }
 
+const char *pl_did_you_mean(lua_State *L, const char *s, const char *const *cands,
+                            size_t n) {
+  const char *near = pl_nearest(s, cands, n);
+  if (*near) return lua_pushfstring(L, " (did you mean '%s'?)", near);
+  lua_pushliteral(L, "");
+  return "";
+}
+
 /* Raises "<what>: unknown name 'x' (did you mean 'y'?)" for a name table. */
 static int unknown_name(lua_State *L, const char *what, const char *s,
                         const pl_name *names) {

@@ -42,6 +42,8 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_spawn(L);
   pl_open_util(L);
   pl_open_mount(L);
+  pl_open_tracefs(L);
+  pl_open_event_names(L);
   pl_open_consts(L);
   pl_record_push_init(L);
   pl_open_ring(L);        /* perf.ring: before the files that read rings */

@@ -395,13 +395,20 @@ static int l_set_filter(lua_State *L) {
   const char *text = luaL_checkstring(L, 2);
   if (ioctl(ev->fd, PERF_EVENT_IOC_SET_FILTER, text) != 0) {
     int err = errno;
-    return fail(L, err, "ev:set_filter", err == EINVAL ?
-                (ev->attr.type == PERF_TYPE_TRACEPOINT ?
-                 "the kernel rejected the filter text: compare field names and "
-                 "operators with the tracepoint's format file" :
-                 "filters apply to tracepoints (and address filters to AUX PMUs)") :
-                err == EEXIST ? "this event already has a filter: the kernel sets "
-                "one per event, so open a new event for another filter" : NULL);
+    int tp = ev->attr.type == PERF_TYPE_TRACEPOINT;
+    fail(L, err, "ev:set_filter", err == EINVAL ?
+         (tp ? "the kernel rejected the filter text: compare field names and "
+               "operators with the tracepoint's format file" :
+               "filters apply to tracepoints (and address filters to AUX PMUs)") :
+         err == EEXIST ? "this event already has a filter: the kernel sets "
+         "one per event, so open a new event for another filter" : NULL);
+    /* nil, msg, errno: the message names the fields the format lacks */
+    if (err == EINVAL && tp && pl_explain_filter(L, (long long)ev->attr.config, text)) {
+      lua_pushfstring(L, "%s; %s", lua_tostring(L, -3), lua_tostring(L, -1));
+      lua_replace(L, -4);
+      lua_pop(L, 1);
+    }
+    return 3;
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -502,6 +509,8 @@ static int l_modify_attributes(lua_State *L) {
   struct pl_attr a = ev->attr;
   int bp = ev->attr.type == PERF_TYPE_BREAKPOINT;
   luaL_checktype(L, 2, LUA_TTABLE);
+  pl_resolve_names(L, 2, ev->attr.type);
+  lua_replace(L, 2);
   /* the kernel re-enables a modified breakpoint only if attr.disabled is
   ** clear (perf_event_modify_breakpoint): keep the state the event is in */
   a.flags &= ~(1ull << PL_FLAG_DISABLED);
@@ -514,8 +523,8 @@ static int l_modify_attributes(lua_State *L) {
                 (err == EOPNOTSUPP ? "this event type cannot be modified" : NULL) :
                 !bp ? "only breakpoint events can be modified, and only bp_addr, "
                 "bp_len and bp_type" :
-                a.type != PERF_TYPE_BREAKPOINT ? "a breakpoint stays a breakpoint: "
-                "its type cannot change" :
+                a.type != PERF_TYPE_BREAKPOINT ? "only breakpoint events can be modified, "
+                "and a breakpoint stays one: its type cannot change" :
                 "the kernel refused the new place: only bp_addr, bp_len and bp_type "
                 "change, and a kernel address needs exclude_kernel = false");
   }

@@ -63,6 +63,10 @@ uint64_t pl_checkenum(lua_State *L, int idx, const pl_name *names,
 /* Pushes a string naming the entries of `names` closest to `s`, or nothing
 ** useful ("") when none is close: used for "did you mean" messages. */
 const char *pl_nearest(const char *s, const char *const *cands, size_t n);
+/* Pushes and returns " (did you mean 'y'?)" for the candidate nearest to
+** `s`, or "" when none is close: the one spelling of the suggestion. */
+const char *pl_did_you_mean(lua_State *L, const char *s, const char *const *cands,
+                            size_t n);
 
 /* ---- attr conversion (attr.c) ---- */
 /* Fills *a from the table at idx (all of it zeroed first). Raises on misuse. */
@@ -71,6 +75,20 @@ void pl_attr_from_table(lua_State *L, int idx, struct pl_attr *a);
 void pl_attr_update(lua_State *L, int idx, struct pl_attr *a);
 /* Pushes *a as a table of the fields that are set. */
 void pl_attr_push(lua_State *L, const struct pl_attr *a);
+
+/* ---- a tracepoint's format, for messages (tracefs.c) ---- */
+/* Pushes why the kernel refused filter `text` on tracepoint `id`: the
+** names it compares that the format lacks, or the filter syntax; returns 0
+** (pushing nothing) when tracefs is not mounted or the id is unknown. */
+int pl_explain_filter(lua_State *L, long long id, const char *text);
+/* The id of tracepoint "system:event" in the mounted tracefs; 0 if none. */
+int pl_tracepoint_id(const char *name, uint64_t *id);
+
+/* ---- the generic events' names (event_names.c) ---- */
+/* Pushes a copy of the attr fields at idx with `type` and `config` given
+** by name turned into numbers (config against `type`, or else against
+** `current_type`); raises on an unknown name. */
+void pl_resolve_names(lua_State *L, int idx, uint64_t current_type);
 
 /* ---- printing plain tables (show.c) ---- */
 /* Pushes the metatable `name` that prints a plain table readably. */
@@ -135,6 +153,8 @@ void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
 int pl_push_for(lua_State *L, lua_CFunction step);
 void pl_open_mount(lua_State *L);
+void pl_open_tracefs(lua_State *L);    /* perf.core.check_filter */
+void pl_open_event_names(lua_State *L); /* perf.core.types, hardware_events, ... */
 void pl_open_consts(lua_State *L);
 void pl_open_group(lua_State *L);
 void pl_open_spawn(lua_State *L);

@@ -194,7 +194,7 @@ describe("modify_attributes", function()
     assert.matches("only breakpoint events can be modified", msg)
     shape(sw:modify_attributes { type = "software", config = "page-faults" })
     assert.has_error(function() sw:modify_attributes { config = "cpu-clok" } end,
-      "ev:modify_attributes: no software event 'cpu-clok' (did you mean cpu-clock?)")
+      "ev:modify_attributes: no software event 'cpu-clok' (did you mean 'cpu-clock'?)")
     -- a breakpoint's type has no config names: the name is an event's, and
     -- the kernel refuses to change the type
     msg, errno = shape(ev:modify_attributes { config = "cpu-clock" })
@@ -282,5 +282,52 @@ describe("BPF ioctls", function()
     assert.matches("must be a loaded BPF program", msg)
     f:close()
     assert.has_error(function() ev:set_bpf(-1) end)
+  end)
+end)
+
+describe("the same methods with or without the front", function()
+  -- An event opened through perf.core alone, in an interpreter that never
+  -- loads "perf", explains a refused filter and takes names as one opened
+  -- through perf does; loading perf afterwards changes no method.
+  local code = ([[
+    local core = require "perf.core"
+    local before = {}
+    for k, f in pairs(core.event_methods) do before[k] = f end
+    local ev = assert(core.open { type = "tracepoint", config = %d })
+    print((select(2, ev:set_filter("flagz == 0 && mode > 1"))))
+    local s = string.rep("w", 16)
+    local bp = assert(core.open { type = "breakpoint", bp_type = "rw",
+      bp_addr = core.addressof(s), bp_len = 1 })
+    assert(bp:modify_attributes { type = "breakpoint", bp_type = "w",
+      bp_addr = core.addressof(s) + 1 })
+    print(bp:attr().bp_type, bp:name() == ("mem:0x%%x/1:w"):format(core.addressof(s) + 1))
+    local sw = assert(core.open { type = "software", config = 1 })
+    print(select(2, pcall(sw.modify_attributes, sw, { config = "cpu-clok" })))
+    print((select(2, sw:modify_attributes { config = "cpu-clock" })))
+    print(package.loaded.perf == nil and "front not loaded")
+    require "perf"
+    local same = true
+    for k, f in pairs(core.event_methods) do same = same and before[k] == f end
+    print(same and "methods unchanged by the front")
+  ]]):format(OPENAT)
+
+  it("explain a refused filter and resolve names in C", function()
+    local out = H.run_lua(code)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.matches("EINVAL%); the kernel rejected the filter text: compare field names " ..
+      "and operators with the tracepoint's format file; syscalls:sys_enter_openat has " ..
+      "no field 'flagz' %(its fields: __syscall_nr, dfd, filename, flags, mode%)$", lines[1])
+    assert.are.equal("2\ttrue", lines[2])
+    assert.are.equal("ev:modify_attributes: no software event 'cpu-clok' " ..
+      "(did you mean 'cpu-clock'?)", lines[3])
+    assert.matches("only breakpoint events can be modified", lines[4], 1, true)
+    assert.are.equal("front not loaded", lines[5])
+    assert.are.equal("methods unchanged by the front", lines[6])
+    assert.are.equal(6, #lines, out)
+    -- and through perf, the same answers
+    local ev <close> = openat()
+    local msg = shape(ev:set_filter("flagz == 0 && mode > 1"))
+    assert.are.equal(lines[1]:gsub('"tracepoint:%d+"', ""), (msg:gsub('"[^"]*"', "")))
   end)
 end)

@@ -1,7 +1,7 @@
 -- perf.events: the kernel's generic event names, as perf spells them.
 --
--- Usable on its own: every table maps names to the numbers the kernel
--- expects in perf_event_attr.type and .config.
+-- Every table maps names to the numbers the kernel expects in
+-- perf_event_attr.type and .config.
 --
 --   local events = require "perf.events"
 --   events.software["task-clock"]            --> 1
@@ -10,41 +10,14 @@
 
 local M = {}
 
--- perf_event_attr.type of the generic event kinds
-M.types = {
-  hardware = 0, software = 1, tracepoint = 2, hw_cache = 3, raw = 4,
-  breakpoint = 5,
-}
+local core = require "perf.core"
 
--- PERF_TYPE_HARDWARE configs: the canonical name first, then aliases.
-M.hardware_list = {
-  { "cpu-cycles", 0, aliases = { "cycles" } },
-  { "instructions", 1 },
-  { "cache-references", 2 },
-  { "cache-misses", 3 },
-  { "branch-instructions", 4, aliases = { "branches" } },
-  { "branch-misses", 5 },
-  { "bus-cycles", 6 },
-  { "stalled-cycles-frontend", 7, aliases = { "idle-cycles-frontend" } },
-  { "stalled-cycles-backend", 8, aliases = { "idle-cycles-backend" } },
-  { "ref-cycles", 9 },
-}
-
--- PERF_TYPE_SOFTWARE configs.
-M.software_list = {
-  { "cpu-clock", 0 },
-  { "task-clock", 1 },
-  { "page-faults", 2, aliases = { "faults" } },
-  { "context-switches", 3, aliases = { "cs" } },
-  { "cpu-migrations", 4, aliases = { "migrations" } },
-  { "minor-faults", 5 },
-  { "major-faults", 6 },
-  { "alignment-faults", 7 },
-  { "emulation-faults", 8 },
-  { "dummy", 9 },
-  { "bpf-output", 10 },
-  { "cgroup-switches", 11 },
-}
+-- perf_event_attr.type of the generic event kinds, and the generic
+-- hardware and software events ({ name, config, aliases = {...} }): the
+-- C core holds these tables, as ev:modify_attributes resolves names too.
+M.types = core.types
+M.hardware_list = core.hardware_events
+M.software_list = core.software_events
 
 -- What perf's tool counts, which are not kernel events: named so that a
 -- user who types one learns why it is refused.

@@ -18,9 +18,6 @@
 local core = require "perf.core"
 local capabilities = require "perf.capabilities"
 
--- A filter the kernel refuses on a tracepoint names the unknown fields.
-require("perf.tracepoint").explain_filters(core.event_methods)
-
 local perf = {
   core = core,
   version = core.version,
@@ -80,7 +77,6 @@ perf.is_event = base.is_event
 perf.attr = base.attr
 perf.strip_position = base.strip_position
 perf.open = base.open
-local strip = base.strip_position
 
 --- Whether `v` is an event handle (a `perf.event` userdata).
 -- @param v any value
@@ -133,23 +129,6 @@ local strip = base.strip_position
 -- ev:disable()
 -- assert(ev:read() == 3)
 -- @function open
-
--- ev:modify_attributes takes the names perf.open takes: the core wants
--- kernel terms, so type and config names are resolved here first.
-do
-  local methods = core.event_methods
-  local modify = methods.modify_attributes
-  methods.modify_attributes = function(ev, fields)
-    local current = ev:attr().type               -- raises on a closed event
-    local ok, a = pcall(require("perf.parse").fields, fields, current)
-    if not ok then error("ev:modify_attributes: " .. strip(a), 2) end
-    local done, msg, errno
-    ok, done, msg, errno = pcall(modify, ev, a)
-    if not ok then error(strip(done), 2) end
-    if not done then return nil, msg, errno end
-    return done
-  end
-end
 
 --- A count scaled for multiplexing, as `perf.core.scale`:
 -- `value * enabled / running` (0 when it never ran).

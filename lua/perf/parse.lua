@@ -423,9 +423,7 @@ function M.name_of(a)
   return ("type %s/config=0x%x/"):format(tostring(t), c)
 end
 
-local generic_types = {
-  hardware = 0, software = 1, tracepoint = 2, hw_cache = 3, raw = 4, breakpoint = 5,
-}
+local generic_types = events.types
 
 local function resolve_type(t)
   if math.type(t) == "integer" then return t end
@@ -485,42 +483,6 @@ local attr_conflicts = {
   sample_freq = { "sample_period" },
   sample_period = { "sample_freq" },
 }
-
--- parse.fields(fields, current_type): the attr fields ev:modify_attributes
--- was given, in kernel terms, with the names perf.open takes: `type` and
--- `config` by name (config resolved against `type`, or else against the
--- event's current type), bp_type "w", ... Returns a new table holding the
--- fields given (and what a config name sets with them, e.g. its type).
-function M.fields(fields, current_type)
-  return guarded(2, false, function()
-    if type(fields) ~= "table" then
-      misuse(("attr fields expected (a table), got %s"):format(type(fields)))
-    end
-    local a = {}
-    for k, v in pairs(fields) do a[k] = v end
-    local p
-    if a.type ~= nil then a.type, p = resolve_type(a.type) end
-    if type(a.config) == "string" then
-      local t = a.type
-      a.type = a.type or current_type
-      local r
-      if t == nil and not p and math.type(a.type) == "integer" and a.type > 4 then
-        -- the current type has no config names: the name is an event's, as
-        -- perf.open reads it ("cpu-clock" sets type and config)
-        r = parse_string(a.config)
-        if r.group then misuse("config cannot be a group") end
-        t = r.type
-      else
-        r = resolve_config(a, a.config, p)
-      end
-      a.type, a.config = t, nil
-      for k, v in pairs(r) do
-        if k ~= "name" and (fields[k] == nil or k == "config") then a[k] = v end
-      end
-    end
-    return a
-  end)
-end
 
 -- parse.spec(spec): what perf.open and perf.group call. `spec` is a perf
 -- syntax string, or a table of attr fields whose optional [1] is such a

@@ -318,54 +318,13 @@ end
 -- @treturn[1] boolean true
 -- @return[2] nil, message
 function Tracepoint:check_filter(text)
-  local bad = {}
-  -- a field name is an identifier followed by a comparison operator
-  -- quoted values are not field names
-  local bare = text:gsub('"[^"]*"', '""'):gsub("'[^']*'", "''")
-  for word in bare:gmatch("([%a_][%w_]*)%s*[=!<>~&]") do
-    if not self.field[word] and word ~= "common_cpu" and word ~= "CPU"
-        and word ~= "COMM" and word ~= "comm" then
-      bad[#bad + 1] = word
-    end
-  end
-  if #bad > 0 then
-    local names = {}
-    for _, f in ipairs(self.fields) do
-      if not f.common then names[#names + 1] = f.name end
-    end
-    return nil, ("%s has no field %s (its fields: %s)"):format(self.name,
-      "'" .. table.concat(bad, "', '") .. "'", table.concat(names, ", "))
-  end
-  return true
+  local names = {}
+  for i, f in ipairs(self.fields) do names[i] = f.name end
+  return require("perf.core").check_filter(self.name, names, text)
 end
-
-local FILTER_SYNTAX = "a filter is field op value, joined by && and || " ..
-  "(op: == != < <= > >= & for numbers, == != ~ for strings, ~ taking a glob)"
 
 --- Tracepoints by name or format.
 -- @section tracepoints
-
---- Wraps the set_filter method of perf.event handles so that a filter the
--- kernel refuses on a tracepoint says which field names its format lacks.
--- @tparam table methods the event method table
--- @return nothing
-function M.explain_filters(methods)
-  local set_filter = methods.set_filter
-  if type(set_filter) ~= "function" then return end
-  methods.set_filter = function(ev, text)
-    local ok, msg, errno = set_filter(ev, text)
-    if ok then return ok end
-    if errno ~= 22 then return ok, msg, errno end
-    local attr = ev:attr()
-    local name = attr.type == 2 and M.name_of(attr.config)
-    local tp = name and M.get(name)
-    if tp then
-      local good, why = tp:check_filter(text)
-      msg = msg .. "; " .. (good and FILTER_SYNTAX or why)
-    end
-    return nil, msg, errno
-  end
-end
 
 --- Builds a tracepoint object from format text (for tests and for formats
 -- read elsewhere, e.g. from a perf.data file).
