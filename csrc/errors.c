@@ -26,6 +26,7 @@ static const struct { int err; const char *name; } errnames[] = {
   {ENAMETOOLONG, "ENAMETOOLONG"}, {ENOSYS, "ENOSYS"},
   {EOVERFLOW, "EOVERFLOW"}, {EOPNOTSUPP, "EOPNOTSUPP"},
   {ETIMEDOUT, "ETIMEDOUT"}, {ELOOP, "ELOOP"}, {ENOTSUP, "ENOTSUP"},
+  {ENODATA, "ENODATA"},
 };
 
 const char *pl_errno_name(int err) {
@@ -33,6 +34,18 @@ const char *pl_errno_name(int err) {
   for (i = 0; i < sizeof errnames / sizeof errnames[0]; i++)
     if (errnames[i].err == err) return errnames[i].name;
   return "E?";
+}
+
+/* perf.core.errno: the errno names above with their numbers, so that Lua
+** code compares an errno with errno.EACCES, never with a number. */
+void pl_open_errors(lua_State *L) {
+  size_t i;
+  lua_createtable(L, 0, (int)(sizeof errnames / sizeof errnames[0]));
+  for (i = 0; i < sizeof errnames / sizeof errnames[0]; i++) {
+    lua_pushinteger(L, errnames[i].err);
+    lua_setfield(L, -2, errnames[i].name);
+  }
+  lua_setfield(L, -2, "errno");
 }
 
 int pl_fail(lua_State *L, int err, const char *what, const char *hint) {

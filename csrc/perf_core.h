@@ -153,6 +153,7 @@ void pl_open_event(lua_State *L);
 void pl_open_util(lua_State *L);
 int pl_push_for(lua_State *L, lua_CFunction step);
 void pl_open_mount(lua_State *L);
+void pl_open_errors(lua_State *L);     /* perf.core.errno */
 void pl_open_tracefs(lua_State *L);    /* perf.core.check_filter */
 void pl_open_event_names(lua_State *L); /* perf.core.types, hardware_events, ... */
 void pl_open_consts(lua_State *L);

@@ -177,3 +177,45 @@ describe("misuse raises", function()
     assert.matches('perf.open: cgroup "/nonexistent/cgroup"', msg)
   end)
 end)
+
+describe("errno names", function()
+  local core = require "perf.core"
+
+  it("perf.core.errno holds the names the messages use, with their numbers", function()
+    local n = 0
+    for name, v in pairs(core.errno) do
+      n = n + 1
+      assert.is_true(math.type(v) == "integer" and v > 0, name)
+      -- ENOTSUP is EOPNOTSUPP on Linux: the messages use the second name
+      assert.are.equal(name == "ENOTSUP" and "EOPNOTSUPP" or name, core.errno_name(v))
+    end
+    assert.is_true(n >= 30)
+    assert.are.same({ 1, 2, 13, 22 }, { core.errno.EPERM, core.errno.ENOENT,
+      core.errno.EACCES, core.errno.EINVAL })
+    local msg, errno = shape(perf.open { type = "software", config = 99 })
+    assert.are.equal(core.errno.ENOENT, errno)
+    assert.matches("(ENOENT)", msg, 1, true)
+  end)
+
+  it("no Lua module writes an errno as a number", function()
+    local found = {}
+    for _, dir in ipairs { "lua/perf", "lua/perf/cli" } do
+      for _, name in ipairs(core.listdir(dir) or {}) do
+        if name:match("%.lua$") then
+          local path = dir .. "/" .. name
+          local n = 0
+          for line in io.lines(path) do
+            n = n + 1
+            local code = line:gsub("%-%-.*", "")
+            if code:find("errno%s*[=~]=%s*%d") or code:find("code%s*[=~]=%s*%d")
+                or code:find("local%s+E%u+[%w_,%s]*=%s*%d")
+                or line:find(",%s*%d+%s*%-%-%s*E%u%u") then
+              found[#found + 1] = ("%s:%d: %s"):format(path, n, line)
+            end
+          end
+        end
+      end
+    end
+    assert.are.same({}, found)
+  end)
+end)

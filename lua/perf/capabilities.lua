@@ -39,7 +39,7 @@ local function probe(attr)
   return false, core.errno_name(errno), errno
 end
 
-local EACCES, EPERM = 13, 1
+local EACCES, EPERM, ENOSPC = core.errno.EACCES, core.errno.EPERM, core.errno.ENOSPC
 
 -- PERF_FORMAT_LOST, probed alone and once: perf.open asks for it on its
 -- first event, and must not pay for the whole probe. The dummy event
@@ -77,7 +77,7 @@ local function breakpoint_slots()
       bp_addr = addr, bp_len = 1, disabled = true, exclude_kernel = true,
       exclude_hv = true }, nil, "breakpoint probe")
     if not ev then
-      if errno ~= 28 then err = msg end   -- 28: ENOSPC, the end of slots
+      if errno ~= ENOSPC then err = msg end   -- the end of slots
       break
     end
     open[#open + 1] = ev

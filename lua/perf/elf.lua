@@ -9,6 +9,8 @@
 -- ELF64, either byte order.
 -- @module perf.elf
 
+local E = require("perf.core").errno
+
 local M = {}
 
 local STT = { [0] = "notype", "object", "func", "section", "file", "common", "tls",
@@ -38,12 +40,12 @@ function M.open(path)
   local ident = fh:read(16)
   if not ident or ident:sub(1, 4) ~= "\127ELF" then
     fh:close()
-    return nil, path .. ": not an ELF file", 8 -- ENOEXEC
+    return nil, path .. ": not an ELF file", E.ENOEXEC
   end
   local class, data = ident:byte(5), ident:byte(6)
   if (class ~= 1 and class ~= 2) or (data ~= 1 and data ~= 2) then
     fh:close()
-    return nil, path .. ": unknown ELF class or byte order", 8
+    return nil, path .. ": unknown ELF class or byte order", E.ENOEXEC
   end
   local e = setmetatable({ path = path, bits = class == 2 and 64 or 32,
     endian = data == 1 and "<" or ">" }, Elf)

@@ -21,7 +21,7 @@ local base = require "perf.base"
 
 local M = {}
 
-local EINVAL, EACCES = 22, 13
+local EINVAL, EACCES = core.errno.EINVAL, core.errno.EACCES
 
 local FORMAT = { total_time_enabled = 1, total_time_running = 2, id = 4, group = 8, lost = 16 }
 

@@ -13,6 +13,8 @@
 -- every address as 0 to a reader kptr_restrict hides them from; load()
 -- then says so.
 -- @module perf.kallsyms
+local E = require("perf.core").errno
+
 local M = {}
 
 local Ksyms = {}
@@ -45,7 +47,7 @@ function M.load(path)
     end
   end
   if n == 0 then
-    return nil, ("perf.kallsyms: no symbols in %s"):format(path), 61   -- ENODATA
+    return nil, ("perf.kallsyms: no symbols in %s"):format(path), E.ENODATA
   end
   if not nonzero then
     return nil, ("perf.kallsyms: %s shows every address as 0: kernel pointers are hidden "

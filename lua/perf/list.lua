@@ -52,7 +52,7 @@ local function core_probe(attr)
     if k ~= "name" and k ~= "scale" and k ~= "unit" then a[k] = v end
   end
   local ev, _, errno = core.open(a, nil, "perf.list probe")
-  if not ev and (errno == 13 or errno == 1) then
+  if not ev and (errno == core.errno.EACCES or errno == core.errno.EPERM) then
     -- refused for privilege: user space alone may still be allowed
     a.exclude_kernel, a.exclude_hv = true, true
     ev, _, errno = core.open(a, nil, "perf.list probe")

@@ -175,7 +175,7 @@ local function resolve_tracepoint(P, sys, ev, pos)
   end
   local id, err, code = tracepoint.id(sys, ev)
   if not id then
-    if code == 2 and tracepoint.path() then
+    if code == require("perf.core").errno.ENOENT and tracepoint.path() then
       local systems = tracepoint.systems()
       local known = false
       for _, s in ipairs(systems) do if s == sys then known = true end end

@@ -18,7 +18,7 @@ local cgroup = require "perf.cgroup"
 local M = {}
 
 local KEYS = { pid = true, tid = true, cgroup = true }
-local ESRCH, ENOENT = 3, 2
+local ESRCH, ENOENT = require("perf.core").errno.ESRCH, require("perf.core").errno.ENOENT
 
 --- processes.is_target(t) -> whether t is a target table, not an argv list
 function M.is_target(t)

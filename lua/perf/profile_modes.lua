@@ -77,7 +77,7 @@ end
 
 -- Whether a refused perf event can be replaced by the timer: cpu-clock or
 -- task-clock, refused by permission or by a seccomp profile.
-local REFUSED = { [1] = true, [13] = true, [38] = true }   -- EPERM, EACCES, ENOSYS
+local REFUSED = { [core.errno.EPERM] = true, [core.errno.EACCES] = true, [core.errno.ENOSYS] = true }
 function M.timer_replaces(attr, errno, opts)
   return attr.type == 1 and (attr.config == 0 or attr.config == 1) and REFUSED[errno]
     and not opts.native and true or false

@@ -16,7 +16,8 @@ local M = {}
 
 local TRACEFS = "/sys/kernel/tracing"
 local DEBUGFS = "/sys/kernel/debug"
-local EPERM, ENOENT, EACCES = 1, 2, 13
+local E = require("perf.core").errno
+local EPERM, ENOENT, EACCES = E.EPERM, E.ENOENT, E.EACCES
 
 local found -- the directory, once found
 

@@ -16,6 +16,7 @@ local tracefs = require "perf.tracefs"
 -- the prompt form of plain tables, when the C core is there
 local has_core, core = pcall(require, "perf.core")
 local show = has_core and core.show or function(t) return t end
+local E = require("perf.core").errno
 
 local root_override
 
@@ -63,10 +64,11 @@ function M.id(sys, event)
   if not dir then return nil, why, errno end
   local f, _, code = io.open(("%s/events/%s/%s/id"):format(dir, sys, event), "r")
   if not f then
-    if code == 13 then
-      return nil, ("cannot read %s/events (permission denied): tracepoints need root or access to tracefs"):format(dir), 13
+    if code == E.EACCES then
+      return nil, ("cannot read %s/events (permission denied): tracepoints need root or " ..
+        "access to tracefs"):format(dir), E.EACCES
     end
-    return nil, "no tracepoint " .. key, 2
+    return nil, "no tracepoint " .. key, E.ENOENT
   end
   id = math.tointeger(tonumber(f:read("a")))
   f:close()
@@ -363,13 +365,13 @@ function M.get(name)
   if objects[name] then return objects[name] end
   local id, err, code = M.id(sys, ev)
   if not id then
-    if code == 2 and M.path() then err = err .. M.near_miss(sys, ev) end
+    if code == E.ENOENT and M.path() then err = err .. M.near_miss(sys, ev) end
     return nil, "perf.tracepoint " .. name .. ": " .. err, code
   end
   local dir = M.path()
   local text = fs.read(("%s/events/%s/%s/format"):format(dir, sys, ev))
   if not text then
-    return nil, ("perf.tracepoint %s: cannot read its format file"):format(name), 13
+    return nil, ("perf.tracepoint %s: cannot read its format file"):format(name), E.EACCES
   end
   local tp, perr = M.from_format(text, name)
   if not tp then return nil, "perf.tracepoint " .. name .. ": " .. perr, 22 end

@@ -27,6 +27,8 @@ local nearest = require "perf.nearest"
 
 local options = require "perf.options"
 
+local E = require("perf.core").errno
+
 local M = {}
 
 local OWN_KEYS = { ret = true, ref_ctr_offset = true }
@@ -110,10 +112,10 @@ function M.attr(perf, binary, where, opts)
   end
   local p = pmus.find("uprobe")
   if not p then
-    return nil, "perf.uprobe: this kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)", 2
+    return nil, "perf.uprobe: this kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)", E.ENOENT
   end
   local path, err = M.find_binary(binary)
-  if not path then return nil, "perf.uprobe: " .. err, 2 end
+  if not path then return nil, "perf.uprobe: " .. err, E.ENOENT end
 
   local offset, label
   if wtype == "integer" then
@@ -128,7 +130,7 @@ function M.attr(perf, binary, where, opts)
     if not e then return nil, "perf.uprobe: " .. msg, code end
     local s, serr = e:symbol(sym)
     if not s then
-      return nil, ("perf.uprobe: %s%s"):format(serr, nearest.hint(sym, e:names())), 2
+      return nil, ("perf.uprobe: %s%s"):format(serr, nearest.hint(sym, e:names())), E.ENOENT
     end
     offset, label = s.offset + add, where
     if s.type == "ifunc" then
@@ -147,14 +149,14 @@ function M.attr(perf, binary, where, opts)
   if opts.ret then
     local f = p.format_bits.retprobe
     if not f then
-      return nil, "perf.uprobe: the uprobe PMU has no retprobe format bit", 95
+      return nil, "perf.uprobe: the uprobe PMU has no retprobe format bit", E.EOPNOTSUPP
     end
     config = pmus.pack(f, config, 1)
   end
   if opts.ref_ctr_offset then
     local f = p.format_bits.ref_ctr_offset
     if not f then
-      return nil, "perf.uprobe: this kernel's uprobe PMU has no ref_ctr_offset", 95
+      return nil, "perf.uprobe: this kernel's uprobe PMU has no ref_ctr_offset", E.EOPNOTSUPP
     end
     local v, perr = pmus.pack(f, config, opts.ref_ctr_offset)
     if not v then error("perf.uprobe: ref_ctr_offset: " .. perr, 3) end

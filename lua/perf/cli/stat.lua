@@ -154,7 +154,7 @@ for run = 1, runs do
   if not r then
     io.stderr:write(msg, "\n")
     local cannot_run = msg:find('^perf%.stat: cannot run "') ~= nil
-    os.exit(cannot_run and (errno == 2 and 127 or 126) or 1)
+    os.exit(cannot_run and (errno == require("perf.core").errno.ENOENT and 127 or 126) or 1)
   end
   for _, note in ipairs(r.notes or {}) do           -- CSV output is only the rows
     if run == 1 and not sep and not json then io.stderr:write("note: ", note, "\n") end

@@ -238,7 +238,7 @@ local function run()
   local start = now()
   while true do
     local r, pmsg, perrno = set:poll(100)
-    if r == nil and pmsg ~= "hangup" and perrno ~= 4 then error(pmsg, 0) end   -- EINTR: a signal
+    if r == nil and pmsg ~= "hangup" and perrno ~= require("perf.core").errno.EINTR then error(pmsg, 0) end   -- a signal
     consume()
     if quit_key() then return end
     local t = now()
