@@ -167,53 +167,13 @@ static const field fields[] = {
 
 /* ---- names ---- */
 
-/* Levenshtein distance, capped: enough to rank suggestions. */
-static size_t distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b), i, j, prev[64], cur[64];
-  if (la >= 63 || lb >= 63) return 99;
-  for (j = 0; j <= lb; j++) prev[j] = j;
-  for (i = 1; i <= la; i++) {
-    cur[0] = i;
-    for (j = 1; j <= lb; j++) {
-      size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-      size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-      cur[j] = del < ins ? del : ins;
-      if (sub < cur[j]) cur[j] = sub;
-    }
-    memcpy(prev, cur, (lb + 1) * sizeof cur[0]);
-  }
-  return prev[lb];
-}
-
-const char *pl_nearest(const char *s, const char *const *cands, size_t n) {
-  size_t i, best = 99, limit = strlen(s) / 3 + 2;
-  const char *hit = "";
-  for (i = 0; i < n; i++) {
-    size_t d = distance(s, cands[i]);
-    if (d < best) { best = d; hit = cands[i]; }
-  }
-  return best <= limit ? hit : "";
-}
-
-const char *pl_did_you_mean(lua_State *L, const char *s, const char *const *cands,
-                            size_t n) {
-  const char *near = pl_nearest(s, cands, n);
-  if (*near) return lua_pushfstring(L, " (did you mean '%s'?)", near);
-  lua_pushliteral(L, "");
-  return "";
-}
-
 /* Raises "<what>: unknown name 'x' (did you mean 'y'?)" for a name table. */
 static int unknown_name(lua_State *L, const char *what, const char *s,
                         const pl_name *names) {
   const char *cands[64];
   size_t n = 0;
-  const char *near;
   while (names[n].name && n < 64) { cands[n] = names[n].name; n++; }
-  near = pl_nearest(s, cands, n);
-  if (*near)
-    return luaL_error(L, "%s: unknown name '%s' (did you mean '%s'?)", what, s, near);
-  return luaL_error(L, "%s: unknown name '%s'", what, s);
+  return luaL_error(L, "%s: unknown name '%s'%s", what, s, pl_did_you_mean(L, s, cands, n));
 }
 
 static int lookup(const pl_name *names, const char *s, uint64_t *v) {
@@ -247,11 +207,7 @@ static uint64_t reg_mask(lua_State *L, const char *s, const char *what) {
   }
   if (n == 0)
     luaL_error(L, "%s: register names are known on x86 only: give a mask", what);
-  {
-    const char *near = pl_nearest(s, cands, n);
-    luaL_error(L, "%s: unknown register '%s'%s%s%s", what, s,
-               *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
-  }
+  luaL_error(L, "%s: unknown register '%s'%s", what, s, pl_did_you_mean(L, s, cands, n));
   return 0;
 }
 
@@ -318,13 +274,9 @@ static const field *find_field(const char *name) {
 
 static int unknown_field(lua_State *L, const char *key) {
   const char *cands[NFIELDS];
-  const char *near;
   size_t i;
   for (i = 0; i < NFIELDS; i++) cands[i] = fields[i].name;
-  near = pl_nearest(key, cands, NFIELDS);
-  if (*near)
-    return luaL_error(L, "unknown attr field '%s' (did you mean '%s'?)", key, near);
-  return luaL_error(L, "unknown attr field '%s'", key);
+  return pl_unknown_key(L, "unknown attr field", key, cands, NFIELDS);
 }
 
 static void store(void *p, unsigned size, uint64_t v) {

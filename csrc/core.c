@@ -44,6 +44,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_mount(L);
   pl_open_errors(L);
   pl_open_tracefs(L);
+  pl_open_nearest(L);
   pl_open_event_names(L);
   pl_open_consts(L);
   pl_record_push_init(L);

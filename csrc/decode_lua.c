@@ -23,22 +23,7 @@ static const char *const layout_keys[] = {
 #define NKEYS (sizeof layout_keys / sizeof *layout_keys)
 
 static void check_keys(lua_State *L, int idx) {
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    if (lua_type(L, -1) != LUA_TSTRING)
-      luaL_error(L, "layout: keys must be strings");
-    const char *k = lua_tostring(L, -1);
-    size_t i;
-    for (i = 0; i < NKEYS; i++)
-      if (strcmp(k, layout_keys[i]) == 0) break;
-    if (i == NKEYS) {
-      const char *near = pl_nearest(k, layout_keys, NKEYS);
-      luaL_error(L, "layout: unknown field '%s'%s%s%s", k,
-                 near && *near ? " (did you mean '" : "", near ? near : "",
-                 near && *near ? "'?)" : "");
-    }
-  }
+  pl_check_keys(L, idx, layout_keys, NKEYS, "unknown layout field");
 }
 
 static uint64_t opt_int(lua_State *L, int idx, const char *k) {

@@ -181,19 +181,8 @@ static int l_open(lua_State *L) {
   pl_attr_from_table(L, 1, &a);
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 2)) {
-      size_t i;
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-      for (i = 0; i < sizeof target_keys / sizeof *target_keys; i++)
-        if (!strcmp(k, target_keys[i])) break;
-      if (i == sizeof target_keys / sizeof *target_keys) {
-        const char *near = pl_nearest(k, target_keys, i);
-        return luaL_error(L, "unknown target field '%s'%s%s%s", k,
-                          *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
-      }
-      lua_pop(L, 1);
-    }
+    pl_check_keys(L, 2, target_keys, sizeof target_keys / sizeof *target_keys,
+                  "unknown target field");
     if (lua_getfield(L, 2, "pid") != LUA_TNIL)
       pid = target_integer(L, "pid", "a thread id, 0 for this thread, -1 for any");
     if (lua_getfield(L, 2, "cpu") != LUA_TNIL)

@@ -60,13 +60,22 @@ uint64_t pl_checkbits(lua_State *L, int idx, const pl_name *names,
 /* An enum from a name or an integer; raises on misuse. */
 uint64_t pl_checkenum(lua_State *L, int idx, const pl_name *names,
                       const char *what);
-/* Pushes a string naming the entries of `names` closest to `s`, or nothing
-** useful ("") when none is close: used for "did you mean" messages. */
+
+/* ---- "did you mean" and unknown keys (nearest.c) ---- */
+/* The candidate nearest to `s`, or "" when none is close. */
 const char *pl_nearest(const char *s, const char *const *cands, size_t n);
-/* Pushes and returns " (did you mean 'y'?)" for the candidate nearest to
-** `s`, or "" when none is close: the one spelling of the suggestion. */
+/* Pushes and returns " (did you mean 'a'?)" or " (did you mean 'a', 'b' or
+** 'c'?)" for the candidates nearest to `s`, or "" when none is close: the
+** one spelling of a suggestion, in C messages and Lua's alike. */
 const char *pl_did_you_mean(lua_State *L, const char *s, const char *const *cands,
                             size_t n);
+/* Raises "<what> 'key' (did you mean ...?)". */
+int pl_unknown_key(lua_State *L, const char *what, const char *key,
+                   const char *const *cands, size_t n);
+/* Raises as pl_unknown_key for the first key of the table at idx that is not
+** in `keys` (and for a key that is not a string). */
+void pl_check_keys(lua_State *L, int idx, const char *const *keys, size_t n,
+                   const char *what);
 
 /* ---- attr conversion (attr.c) ---- */
 /* Fills *a from the table at idx (all of it zeroed first). Raises on misuse. */
@@ -155,6 +164,7 @@ int pl_push_for(lua_State *L, lua_CFunction step);
 void pl_open_mount(lua_State *L);
 void pl_open_errors(lua_State *L);     /* perf.core.errno */
 void pl_open_tracefs(lua_State *L);    /* perf.core.check_filter */
+void pl_open_nearest(lua_State *L);    /* perf.core.nearest, did_you_mean, check_keys */
 void pl_open_event_names(lua_State *L); /* perf.core.types, hardware_events, ... */
 void pl_open_consts(lua_State *L);
 void pl_open_group(lua_State *L);

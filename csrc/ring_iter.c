@@ -249,9 +249,8 @@ int pl_sample_field_check(lua_State *L, int idx) {
   int f = 0;
   while (pl_sample_field_names[f] && strcmp(pl_sample_field_names[f], name)) f++;
   if (!pl_sample_field_names[f]) {
-    const char *near = pl_nearest(name, pl_sample_field_names, (size_t)pl_sample_field_count);
-    luaL_error(L, "samples: no sample field '%s'%s%s%s", name,
-               *near ? " (did you mean '" : "", near, *near ? "'?)" : "");
+    luaL_error(L, "samples: no sample field '%s'%s", name,
+               pl_did_you_mean(L, name, pl_sample_field_names, (size_t)pl_sample_field_count));
   }
   return f;
 }

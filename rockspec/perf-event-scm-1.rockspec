@@ -36,6 +36,7 @@ build = {
         "csrc/group.c",
         "csrc/group_read.c",
         "csrc/mount.c",
+        "csrc/nearest.c",
         "csrc/perfdata.c",
         "csrc/process.c",
         "csrc/profile.c",

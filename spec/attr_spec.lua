@@ -175,7 +175,7 @@ describe("attr misuse raises", function()
   end)
 
   it("names the nearest valid name in bit-sets and enums", function()
-    raises({ sample_type = { "ip", "tdi" } }, "sample_type': unknown name 'tdi' %(did you mean 'tid'%?%)")
+    raises({ sample_type = { "ip", "tdi" } }, "sample_type': unknown name 'tdi' %(did you mean 'id' or 'tid'%?%)")
     raises({ read_format = "groupp" }, "did you mean 'group'")
     raises({ type = "softwar" }, "did you mean 'software'")
     raises({ bp_type = "rx" }, "bp_type': unknown name 'rx'")

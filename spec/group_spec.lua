@@ -421,7 +421,7 @@ describe("perf.group", function()
     assert.has_error(function() perf.group { type = "software", config = 1 } end)
     assert.has_error(function() perf.group({ openat() }, { group = true }) end)
     assert.has_error(function() perf.group({ openat() }, { pdi = 0 }) end,
-      "perf.group: unknown target field 'pdi' (fields: pid, cpu, cgroup, flags)")
+      "perf.group: unknown target field 'pdi' (did you mean 'pid'?); fields: pid, cpu, cgroup, flags")
     local g <close> = assert(perf.group { openat() })
     assert.has_error(function() g:read(5) end)
     assert.has_error(function() g.read(io.stdout) end)

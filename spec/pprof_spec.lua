@@ -172,7 +172,7 @@ describe("pprof output", function()
     assert.same(d, decode(gunzip(path .. ".pprof")))
     os.remove(path)
     os.remove(path .. ".pprof")
-    H.assert_has("did you mean pprof?", select(2, pcall(prof.write, prof, path, "pprf")))
+    H.assert_has("did you mean 'pprof'?", select(2, pcall(prof.write, prof, path, "pprf")))
   end)
 
   -- pprof's own reader: `go tool pprof` from Debian's golang-go (a test

@@ -76,7 +76,7 @@ describe("mode = 'alloc'", function()
   end)
 
   it("refuses what it cannot do", function()
-    H.assert_has("did you mean alloc?", select(2, pcall(perf.profile, fx.nap, { mode = "aloc" })))
+    H.assert_has("did you mean 'alloc'?", select(2, pcall(perf.profile, fx.nap, { mode = "aloc" })))
     H.assert_has("give no event", select(2, pcall(perf.profile, fx.nap, { mode = "alloc", event = "page-faults" })))
     H.assert_has("samples by period", select(2, pcall(perf.profile, fx.nap, { mode = "alloc", freq = 10 })))
     H.assert_has("native", select(2, pcall(perf.profile, fx.nap, { mode = "wall", native = true })))

@@ -72,7 +72,7 @@ describe("perf.record", function()
     msg = H.fails(perf.record({ "true" }, "cycles"))
     H.assert_has("cycles", msg)
     assert.has_error(function() perf.record({ "true" }, "cpu-clock", { outptu = "x" }) end,
-      "perf.record: unknown option 'outptu' (did you mean output?)")
+      "perf.record: unknown option 'outptu' (did you mean 'output'?)")
     assert.has_error(function() perf.record("true", "cpu-clock") end)
     assert.has_error(function() perf.record({ "true" }, "cpu-clock", { freq = 10, period = 10 }) end)
   end)

@@ -439,7 +439,7 @@ describe("perf.stat", function()
       "perf.stat: argument 2 of the command: a string expected, got number")
     assert.has_error(function() perf.stat({ "ls" }, {}) end, "perf.stat: a list of events expected")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { stdot = "x" }) end,
-      "perf.stat: unknown option 'stdot' (options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, aggregate, per_thread, duration, command)")
+      "perf.stat: unknown option 'stdot' (did you mean 'stdout'?); options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, aggregate, per_thread, duration, command")
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { aggregate = "core" }) end,
       'perf.stat: aggregate = "core" counts per core: it needs all_cpus or cpus, as perf stat --per-core needs -a')
     assert.has_error(function() perf.stat({ "ls" }, { "task-clock" }, { all_cpus = true, aggregate = "node" }) end,
@@ -603,7 +603,7 @@ describe("perf-lua stat advice", function()
     local p = io.popen(H.example .. " bin/perf-lua stat -e task-clok -- true 2>&1")
     local text = p:read("a")
     p:close()
-    assert.matches("did you mean task%-clock%?", text)
+    assert.matches("did you mean 'task%-clock'%?", text)
     assert.matches("perf-lua list shows the events of this machine", text, 1, true)
     assert.is_nil(text:find("perf.list(", 1, true))
   end)

@@ -91,9 +91,9 @@ describe("perf.tracepoint formats", function()
     local msg, errno = H.fails(perf.tracepoint "sched:sched_swich")
     assert.equal(2, errno)
     assert.equal("perf.tracepoint sched:sched_swich: no tracepoint sched:sched_swich "
-      .. "(did you mean sched_switch?)", msg)
+      .. "(did you mean 'sched_switch'?)", msg)
     msg = H.fails(perf.tracepoint "shced:sched_switch")
-    assert.matches("no tracepoint shced:sched_switch %(did you mean sched[ ?]", msg)
+    assert.matches("no tracepoint shced:sched_switch %(did you mean 'sched", msg)
   end)
 
   it("return nil, message, errno where tracefs cannot be read (unprivileged child)", function()

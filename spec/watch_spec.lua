@@ -116,11 +116,11 @@ describe("perf.watch", function()
 
     it("an unknown option, suggesting the nearest of its own, target and attr fields", function()
       assert.has_error(function() perf.watch(0x1000, { mdoe = "rw" }) end,
-        "perf.watch: unknown option 'mdoe' (did you mean mode?)")
+        "perf.watch: unknown option 'mdoe' (did you mean 'mode'?)")
       assert.has_error(function() perf.watch(0x1000, { mode = "rw", lenn = 4 }) end,
-        "perf.watch: unknown option 'lenn' (did you mean len?)")
+        "perf.watch: unknown option 'lenn' (did you mean 'len'?)")
       assert.has_error(function() perf.watch(0x1000, { mode = "rw", sample_perod = 4 }) end,
-        "perf.watch: unknown option 'sample_perod' (did you mean sample_period or sample_freq?)")
+        "perf.watch: unknown option 'sample_perod' (did you mean 'sample_period'?)")
     end)
 
     it("execute breakpoints of another length", function()

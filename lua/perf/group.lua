@@ -252,12 +252,8 @@ function M.new(events, target)
         error("perf.group: target.group is not supported: add a member to a group "
           .. "with perf.open(event, { group = g })", 0)
       end
-      for k in pairs(target) do
-        if not TARGET_KEYS[k] then
-          error(("perf.group: unknown target field '%s' (fields: pid, cpu, cgroup, flags)")
-            :format(tostring(k)), 0)
-        end
-      end
+      require("perf.nearest").check_keys(target, TARGET_KEYS, "perf.group: unknown target field",
+        0, "; fields: pid, cpu, cgroup, flags")
     end
     return M.resolve(events, "perf.group")
   end)

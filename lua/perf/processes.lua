@@ -32,11 +32,9 @@ end
 --- processes.check(t): raises, naming the mistake, unless t is one target
 function M.check(t)
   local n = 0
+  require("perf.nearest").check_keys(t, KEYS, "perf.stat: unknown target field", 0,
+    "; a target is { pid = P }, { tid = T } or { cgroup = G }")
   for k, v in pairs(t) do
-    if not KEYS[k] then
-      error(("perf.stat: unknown target field '%s' (a target is { pid = P }, { tid = T } or "
-        .. "{ cgroup = G })"):format(tostring(k)), 0)
-    end
     n = n + 1
     if k == "cgroup" then
       if type(v) ~= "string" or v == "" then

@@ -32,13 +32,7 @@ local function option_error(msg) error("perf.profile: " .. msg, 4) end
 local function check_options(opts)
   if opts == nil then return {} end
   if type(opts) ~= "table" then option_error(("options must be a table, not %s"):format(type(opts))) end
-  local names = {}
-  for k in pairs(OPTION_KEYS) do names[#names + 1] = k end
-  for k in pairs(opts) do
-    if not OPTION_KEYS[k] then
-      option_error(("unknown option '%s'%s"):format(tostring(k), nearest.hint(tostring(k), names)))
-    end
-  end
+  nearest.check_keys(opts, OPTION_KEYS, "perf.profile: unknown option", 4)
   for _, k in ipairs { "freq", "period" } do
     local v = opts[k]
     if v ~= nil and (math.type(v) ~= "integer" or v < 1) then

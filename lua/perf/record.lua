@@ -39,13 +39,7 @@ function Result:__tostring()
 end
 
 local function check_opts(opts)
-  local names = {}
-  for k in pairs(OPTS) do names[#names + 1] = k end
-  for k in pairs(opts) do
-    if not OPTS[k] then
-      error(("perf.record: unknown option '%s'%s"):format(tostring(k), nearest.hint(tostring(k), names)), 3)
-    end
-  end
+  nearest.check_keys(opts, OPTS, "perf.record: unknown option", 3)
   for _, k in ipairs { "freq", "period" } do
     local v = opts[k]
     if v ~= nil and (math.type(v) ~= "integer" or v < 1) then

@@ -163,13 +163,9 @@ local function check_args(argv, events, opts)
     if type(opts) ~= "table" then
       error(("perf.stat: options must be a table, got %s"):format(type(opts)), 0)
     end
-    for k in pairs(opts) do
-      if not OPTS[k] then
-        error(("perf.stat: unknown option '%s' (options: stdin, stdout, stderr, inherit, "
-          .. "all_cpus, cpus, interval, on_interval, aggregate, per_thread, duration, command)")
-          :format(tostring(k)), 0)
-      end
-    end
+    require("perf.nearest").check_keys(opts, OPTS, "perf.stat: unknown option", 0,
+      "; options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, "
+      .. "aggregate, per_thread, duration, command")
   end
   if opts ~= nil and (opts.interval ~= nil or opts.on_interval ~= nil) then
     if math.type(opts.interval) ~= "integer" or opts.interval < 1 or opts.interval > MAX_INTERVAL then
