@@ -71,15 +71,6 @@ describe("argument checks", function()
     assert.has_error(function() perf.core.decode("", 42) end)
   end)
 
-  it("notify takes a usable signal number", function()
-    local ev = assert(perf.open { type = "tracepoint", config = OPENAT, sample_period = 1 })
-    assert.has_error(function() ev:notify(9) end)         -- SIGKILL
-    assert.has_error(function() ev:notify(5) end)         -- SIGTRAP is for sigtrap events
-    assert.has_error(function() ev:notify(0) end)
-    ev:close()
-    assert.has_error(function() ev:notify() end, "attempt to use a closed perf event")
-  end)
-
   it("the iterator says what it is", function()
     local s = perf.core.stream("", { sample_type = { "ip" } })
     local _, it = s:records()

@@ -1,6 +1,6 @@
 -- The mmap ring buffer against the running kernel: real samples and
 -- records, wrapping, lost accounting, poll, set_output demultiplexing, the
--- overwrite ring, overflow signals, refusals, lifecycle.
+-- overwrite ring, refusals, lifecycle. (Overflow signals: signal_spec.lua.)
 local perf = require "perf"
 local cpus = require "perf.cpus"
 local H = require "helpers"
@@ -533,33 +533,6 @@ describe("the overwrite ring (write_backward)", function()
     for rec in rb:snapshot() do first = first or rec.read.value end
     assert.equal(1010, first)
     ev:close()
-  end)
-end)
-
-describe("overflow signals", function()
-  it("are counted by a C handler, one per overflow", function()
-    local ev = tp({ "tid" })
-    assert.has_error(function() ev:overflows() end)
-    assert(ev:notify())
-    ev:enable()
-    opens(25)
-    ev:disable()
-    assert.same({ 25, false }, { ev:overflows() })
-    ev:close()
-  end)
-
-  it("count sigtrap events with their sig_data", function()
-    local ev = tp({ "tid" }, { sigtrap = true, remove_on_exec = true, sig_data = 0x5eed })
-    local other = tp({ "tid" }, { sigtrap = true, remove_on_exec = true, sig_data = 0x5eef })
-    assert(ev:notify())
-    assert(other:notify())
-    ev:enable()
-    opens(7)
-    ev:disable()
-    local n = ev:overflows()
-    assert.equal(7, n)
-    assert.equal(0, (other:overflows()))
-    ev:close() other:close()
   end)
 end)
 
