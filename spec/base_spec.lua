@@ -1,6 +1,8 @@
 -- perf.base: the modules under the front share it and never require the
 -- front itself, so loading any of them loads nothing above it.
 local H = require "helpers"
+local parse = require "perf.parse"
+local pmu = require "perf.pmu"
 
 -- The modules below the front: every lua/perf/*.lua but init.lua (the
 -- commands under lua/perf/cli/ stand above it).
@@ -66,4 +68,43 @@ describe("perf.base", function()
     ]])
     assert.are.equal("1\t1\t0\t1\n", out)
   end)
+end)
+
+describe("perf.open with every form", function()
+  local perf = require "perf"
+  local caps = perf.capabilities()
+  local opens = {
+    "task-clock", "cpu-clock:u", "cs", "faults:k", "migrations", "minor-faults",
+    "major-faults", "alignment-faults", "emulation-faults", "dummy", "cgroup-switches",
+    "1:1", "software/config=3/", "task-clock/period=1000,name=tc/u",
+  }
+  if caps.tracefs then
+    opens[#opens + 1] = "sched:sched_switch"
+    opens[#opens + 1] = "syscalls:sys_enter_openat:u"
+    opens[#opens + 1] = "tracepoint/config=" .. H.tracepoint_id("sched", "sched_switch") .. "/"
+  end
+  if pmu.find("msr") then opens[#opens + 1] = "msr/tsc/" end
+  if caps.breakpoints then
+    local s = "bp target"
+    opens[#opens + 1] = ("mem:0x%x/1:rw"):format(perf.addressof(s))
+    opens[#opens + 1] = ("mem:0x%x:x"):format(perf.symbol("getenv"))
+  end
+
+  for _, ev in ipairs(opens) do
+    it("opens " .. ev, function()
+      local e <close> = assert(perf.open(ev))
+      assert.equal(parse.parse(ev).name, e:name())
+    end)
+  end
+
+  local hardware = { "cycles", "instructions:u", "L1-dcache-load-misses", "LLC-prefetches",
+    "r1a8", "4:0xc0", "cycles/period=100000/" }
+  for _, ev in ipairs(hardware) do
+    it("fails to open " .. ev .. " without a hardware PMU #hardware", function()
+      if H.needs_no_pmu(pending) then return end
+      local _, msg, errno = perf.open(ev)
+      assert.equal(2, errno)
+      assert.truthy(msg:find(('perf.open "%s": No such file or directory (ENOENT)'):format(ev), 1, true), msg)
+    end)
+  end
 end)

@@ -563,3 +563,56 @@ describe("perf.group unprivileged", function()
       .. "(perf_event_paranoid); counting user space only\n", out)
   end)
 end)
+
+describe("perf.group with event strings", function()
+  local caps = perf.capabilities()
+
+  it("opens {a,b}:mods and counts each member", function()
+    local g <close> = assert(perf.group "{task-clock,page-faults,cs}:u")
+    assert.equal(3, #g)
+    assert.same({ "task-clock", "page-faults", "cs" }, { g[1]:name(), g[2]:name(), g[3]:name() })
+    for i = 1, 3 do
+      local a = g[i]:attr()
+      assert.same({ true, true }, { a.exclude_kernel, a.exclude_hv })
+    end
+  end)
+
+  it("counts tracepoints exactly in a group", function()
+    if not caps.tracefs then return pending("no tracefs") end
+    local g <close> = assert(perf.group "{syscalls:sys_enter_openat,syscalls:sys_enter_close}")
+    assert(g:enable())
+    for _ = 1, 25 do io.open("/proc/self/stat"):close() end
+    assert(g:disable())
+    local t = g:read()
+    assert.same({ 25, 25 }, { t[1], t[2] })
+    assert.equal(25, t["syscalls:sys_enter_close"])
+  end)
+
+  it("takes a list mixing strings, tables and breakpoints", function()
+    if not caps.breakpoints then return pending("no breakpoints") end
+    local s = "grouped " .. tostring({})
+    local g <close> = assert(perf.group {
+      "task-clock",
+      ("mem:0x%x/1:rw"):format(perf.addressof(s)),
+      { "mem:0x1000:x", bp_addr = perf.symbol("getenv"), name = "getenv" },
+    })
+    assert(g:enable())
+    for _ = 1, 8 do local _ = s:byte(1) end
+    for _ = 1, 3 do os.getenv("X") end
+    assert(g:disable())
+    local t = g:read()
+    assert.same({ 8, 3 }, { t[2], t.getenv })
+  end)
+
+  it("names a group as given and pins only its leader", function()
+    local g <close> = assert(perf.group "mine{cs,faults}:D")
+    assert.same({ true }, { g[1]:attr().pinned, g[2]:attr().pinned })
+  end)
+
+  it("raises on malformed group strings, with the caret", function()
+    local ok, err = pcall(perf.group, "{cs,faults")
+    assert.is_false(ok)
+    assert.truthy(err:find("unterminated group, expected '}'", 1, true), err)
+    assert.truthy(err:find("\n    {cs,faults\n              ^", 1, true), err)
+  end)
+end)

@@ -1,16 +1,8 @@
--- perf's event syntax: every form, every alias, exact attrs, and errors.
+-- perf.parse: every event form, every alias, exact attrs (the name tables,
+-- modifiers, terms and syntax errors have their own specs).
 
 local parse = require "perf.parse"
 local H = require "helpers"
-local pmu = require "perf.pmu"
-local events = require "perf.events"
-
-local function H_id()
-  local f = io.open(H.tracefs() .. "/events/sched/sched_switch/id")
-  local id = f and math.tointeger(tonumber(f:read("a")))
-  if f then f:close() end
-  return id
-end
 
 local function tp_id(sys, ev)
   local f = io.open(("%s/events/%s/%s/id"):format(H.tracefs(), sys, ev))
@@ -30,62 +22,6 @@ local function assert_caret(err, s, pos)
   assert.truthy(err:find(expect, 1, true),
     ("caret not at %d in:\n%s"):format(pos, err))
 end
-
-describe("perf.events name tables", function()
-  it("map every hardware spelling to the kernel's config", function()
-    local want = {
-      ["cpu-cycles"] = 0, cycles = 0, instructions = 1, ["cache-references"] = 2,
-      ["cache-misses"] = 3, ["branch-instructions"] = 4, branches = 4,
-      ["branch-misses"] = 5, ["bus-cycles"] = 6, ["stalled-cycles-frontend"] = 7,
-      ["idle-cycles-frontend"] = 7, ["stalled-cycles-backend"] = 8,
-      ["idle-cycles-backend"] = 8, ["ref-cycles"] = 9,
-    }
-    assert.same(want, events.hardware)
-  end)
-
-  it("map every software spelling to the kernel's config", function()
-    local want = {
-      ["cpu-clock"] = 0, ["task-clock"] = 1, ["page-faults"] = 2, faults = 2,
-      ["context-switches"] = 3, cs = 3, ["cpu-migrations"] = 4, migrations = 4,
-      ["minor-faults"] = 5, ["major-faults"] = 6, ["alignment-faults"] = 7,
-      ["emulation-faults"] = 8, dummy = 9, ["bpf-output"] = 10,
-      ["cgroup-switches"] = 11,
-    }
-    assert.same(want, events.software)
-  end)
-
-  it("list aliases with their canonical names", function()
-    assert.same({
-      cycles = "cpu-cycles", branches = "branch-instructions",
-      ["idle-cycles-frontend"] = "stalled-cycles-frontend",
-      ["idle-cycles-backend"] = "stalled-cycles-backend",
-      faults = "page-faults", cs = "context-switches", migrations = "cpu-migrations",
-    }, events.aliases)
-  end)
-
-  it("list the 32 valid cache events under perf list's names", function()
-    local all = events.cache.all()
-    assert.equal(32, #all)
-    assert.same({ name = "L1-dcache-loads", config = 0 },
-      { name = all[1].name, config = all[1].config })
-    assert.same({ name = "L1-dcache-load-misses", config = 0x10000 },
-      { name = all[2].name, config = all[2].config })
-    assert.equal("node-prefetch-misses", all[32].name)
-    assert.equal(0x10206, all[32].config)
-    assert.equal("iTLB-load-misses", events.cache.name_of(0x10004))
-    assert.is_nil(events.cache.name_of(0x104)) -- iTLB has no store
-  end)
-
-  it("index cache events by name as the other tables do", function()
-    local cache = require("perf").events.cache
-    assert.equal(0x10000, cache["L1-dcache-load-misses"])
-    for _, e in ipairs(cache.all()) do assert.equal(e.config, cache[e.name]) end
-    assert.equal(0x10000, cache["l1d-misses"])
-    assert.equal(0x10103, cache["Data-TLB-store-misses"])
-    assert.is_nil(cache["L1-dcache-store-misses-loads"])
-    assert.is_nil(cache["page-faults"])
-  end)
-end)
 
 describe("perf.parse", function()
   describe("hardware and software names", function()
@@ -190,111 +126,6 @@ describe("perf.parse", function()
       assert_has("bad number '18446744073709551616'",
         parse_error("cycles/period=18446744073709551616/"))
       assert.same(-1, parse.parse("cycles/period=18446744073709551615/").sample_period)
-    end)
-  end)
-
-  describe("modifiers", function()
-    local cases = {
-      { "cycles:u", { exclude_kernel = true, exclude_hv = true } },
-      { "cycles:k", { exclude_user = true, exclude_hv = true } },
-      { "cycles:h", { exclude_user = true, exclude_kernel = true } },
-      { "cycles:uk", { exclude_hv = true } },
-      { "cycles:kh", { exclude_user = true } },
-      { "cycles:ukh", {} },
-      { "cycles:I", { exclude_idle = true } },
-      { "cycles:G", { exclude_host = true } },
-      { "cycles:H", { exclude_guest = true } },
-      { "cycles:GH", {} },
-      { "cycles:p", { precise_ip = 1 } },
-      { "cycles:pp", { precise_ip = 2 } },
-      { "cycles:ppp", { precise_ip = 3 } },
-      { "cycles:S", { sample_type = { "read" } } },
-      { "cycles:D", { pinned = true } },
-      { "cycles:e", { exclusive = true } },
-      { "cycles:upp", { exclude_kernel = true, exclude_hv = true, precise_ip = 2 } },
-    }
-    for _, c in ipairs(cases) do
-      it(c[1], function()
-        local want = { type = 0, config = 0, name = c[1] }
-        for k, v in pairs(c[2]) do want[k] = v end
-        assert.same(want, parse.parse(c[1]))
-      end)
-    end
-
-    it("P sets the highest precise_ip the kernel accepts for the event", function()
-      local caps = require("perf").capabilities()
-      -- software events take any precise_ip; without a PMU cycles opens with none
-      assert.equal(3, parse.parse("task-clock:P").precise_ip)
-      assert.equal(3, parse.parse("{cs,faults}:P")[2].precise_ip)
-      if not caps.pmu then assert.is_nil(parse.parse("cycles:P").precise_ip) end
-    end)
-
-    it("aux-action sets the AUX pause bits", function()
-      assert.is_true(parse.parse("cpu-clock/aux-action=start-paused/").aux_start_paused)
-      assert.is_true(parse.parse("cpu-clock/aux-action=pause/").aux_pause)
-      assert.is_true(parse.parse("cpu-clock/aux-action=resume/").aux_resume)
-      assert_has("unknown aux-action 'x'", parse_error("cpu-clock/aux-action=x/"))
-    end)
-
-    it("refuse letters with no attr field, saying why", function()
-      assert_has("modifier 'W' is not supported: weak groups", parse_error("{cycles,cs}:W"))
-      assert_has("modifier 'b' is not supported: counting through BPF", parse_error("cycles:b"))
-    end)
-
-    it("reject unknown, repeated and excess modifiers", function()
-      local err = parse_error("cycles:uq")
-      assert_has("unknown modifier 'q'", err)
-      assert_caret(err, "cycles:uq", 9)
-      assert_has("modifier 'u' given twice", parse_error("cycles:uu"))
-      assert_has("at most 3 p's", parse_error("cycles:pppp"))
-      assert_has("expected modifiers or a tracepoint name after ':'", parse_error("cycles:"))
-    end)
-
-    it("may follow a term list without ':'", function()
-      assert.same({ type = 1, config = 1, name = "tc", sample_period = 1000,
-        exclude_kernel = true, exclude_hv = true },
-        parse.parse("task-clock/period=1000,name=tc/u"))
-    end)
-  end)
-
-  describe("terms on generic events", function()
-    it("period, freq, name, time, inherit, overwrite, max-stack", function()
-      assert.same({ type = 0, config = 0, sample_freq = 4000, freq = true,
-        sample_type = { "period" }, name = "cycles/freq=4000/" },
-        parse.parse("cycles/freq=4000/"))
-      assert.same({ type = 1, config = 0, name = "clk", sample_type = { "time" },
-        inherit = false, write_backward = true, sample_max_stack = 10 },
-        parse.parse("cpu-clock/name=clk,time,no-inherit,overwrite,max-stack=10/"))
-      assert.same({ type = 1, config = 0, name = "a,b" },
-        parse.parse("cpu-clock/name='a,b'/"))
-    end)
-
-    it("call-graph and branch_type", function()
-      local a = parse.parse("cpu-clock/call-graph=fp/")
-      assert.same({ "callchain" }, a.sample_type)
-      a = parse.parse("cpu-clock/call-graph=dwarf,stack-size=4096/")
-      assert.same({ "callchain", "regs_user", "stack_user" }, a.sample_type)
-      assert.equal(0xff0fff, a.sample_regs_user)
-      assert.equal(4096, a.sample_stack_user)
-      assert.is_true(a.exclude_callchain_user)
-      a = parse.parse("cycles/branch_type=any_call/")
-      assert.same({ "any_call" }, a.branch_sample_type)
-      assert.same({ "branch_stack" }, a.sample_type)
-      assert.same({ "user", "any" }, parse.parse("cycles/branch_type=u/").branch_sample_type)
-      assert_has("unknown call-graph mode 'xyz'", parse_error("cycles/call-graph=xyz/"))
-      assert_has("unknown branch filter 'anycall' (did you mean 'any_call'?)",
-        parse_error("cycles/branch_type=anycall/"))
-    end)
-
-    it("refuse perf-tool terms and unknown terms", function()
-      assert_has("'nr' limits how many samples", parse_error("cycles/nr=3/"))
-      assert_has("pass it in the target", parse_error("cycles/cpu=1/"))
-      local err = parse_error("cycles/perod=10/")
-      assert_has("unknown term 'perod' (did you mean 'period'?)", err)
-      assert_caret(err, "cycles/perod=10/", 8)
-      assert_has("term 'period' needs a value", parse_error("cycles/period/"))
-      assert_has("term 'period' needs a number, not 'x'", parse_error("cycles/period=x/"))
-      assert_has("unterminated term list", parse_error("cycles/period=1"))
     end)
   end)
 
@@ -411,32 +242,6 @@ describe("perf.parse", function()
     end)
   end)
 
-  describe("errors", function()
-    it("quote the string, put a caret under the position and suggest names", function()
-      local err = parse_error("cycels")
-      assert.matches('^[^\n]*bad event "cycels": unknown event \'cycels\' %(did you mean \'cycles\'%?%)', err)
-      assert_caret(err, "cycels", 1)
-      assert_has("did you mean 'task-clock'", parse_error("taskclock"))
-      assert_has("did you mean 'page-faults'", parse_error("page-fault"))
-    end)
-
-    it("point at the caller of perf.parse", function()
-      local ok, err = pcall(function() parse.parse("nope") end)
-      assert.is_false(ok)
-      assert.matches("^[^\n]*parse_spec.lua:%d+: bad event", err)
-    end)
-
-    it("explain perf-tool events", function()
-      assert_has("'duration_time' is not a kernel event", parse_error("duration_time"))
-    end)
-
-    it("reject non-strings, empty strings and white space", function()
-      assert.has_error(function() parse.parse(42) end,
-        "perf.parse: expected an event string, got number")
-      assert_has("empty event string", parse_error(""))
-      assert_has("white space around the event", parse_error(" cycles"))
-    end)
-  end)
 end)
 
 describe("parse.spec", function()
@@ -602,114 +407,6 @@ describe("agreement with perf stat -vv", function()
       assert.same(t, o)
     end)
   end
-end)
-
-describe("perf.open with every form", function()
-  local perf = require "perf"
-  local caps = perf.capabilities()
-  local opens = {
-    "task-clock", "cpu-clock:u", "cs", "faults:k", "migrations", "minor-faults",
-    "major-faults", "alignment-faults", "emulation-faults", "dummy", "cgroup-switches",
-    "1:1", "software/config=3/", "task-clock/period=1000,name=tc/u",
-  }
-  if caps.tracefs then
-    opens[#opens + 1] = "sched:sched_switch"
-    opens[#opens + 1] = "syscalls:sys_enter_openat:u"
-    opens[#opens + 1] = "tracepoint/config=" .. H_id() .. "/"
-  end
-  if pmu.find("msr") then opens[#opens + 1] = "msr/tsc/" end
-  if caps.breakpoints then
-    local s = "bp target"
-    opens[#opens + 1] = ("mem:0x%x/1:rw"):format(perf.addressof(s))
-    opens[#opens + 1] = ("mem:0x%x:x"):format(perf.symbol("getenv"))
-  end
-
-  for _, ev in ipairs(opens) do
-    it("opens " .. ev, function()
-      local e <close> = assert(perf.open(ev))
-      assert.equal(parse.parse(ev).name, e:name())
-    end)
-  end
-
-  local hardware = { "cycles", "instructions:u", "L1-dcache-load-misses", "LLC-prefetches",
-    "r1a8", "4:0xc0", "cycles/period=100000/" }
-  for _, ev in ipairs(hardware) do
-    it("fails to open " .. ev .. " without a hardware PMU", function()
-      if caps.pmu then return pending("this machine has a hardware PMU") end
-      local _, msg, errno = perf.open(ev)
-      assert.equal(2, errno)
-      assert.truthy(msg:find(('perf.open "%s": No such file or directory (ENOENT)'):format(ev), 1, true), msg)
-    end)
-  end
-end)
-
-describe("perf.group with event strings", function()
-  local perf = require "perf"
-  local caps = perf.capabilities()
-
-  it("opens {a,b}:mods and counts each member", function()
-    local g <close> = assert(perf.group "{task-clock,page-faults,cs}:u")
-    assert.equal(3, #g)
-    assert.same({ "task-clock", "page-faults", "cs" }, { g[1]:name(), g[2]:name(), g[3]:name() })
-    for i = 1, 3 do
-      local a = g[i]:attr()
-      assert.same({ true, true }, { a.exclude_kernel, a.exclude_hv })
-    end
-  end)
-
-  it("counts tracepoints exactly in a group", function()
-    if not caps.tracefs then return pending("no tracefs") end
-    local g <close> = assert(perf.group "{syscalls:sys_enter_openat,syscalls:sys_enter_close}")
-    assert(g:enable())
-    for _ = 1, 25 do io.open("/proc/self/stat"):close() end
-    assert(g:disable())
-    local t = g:read()
-    assert.same({ 25, 25 }, { t[1], t[2] })
-    assert.equal(25, t["syscalls:sys_enter_close"])
-  end)
-
-  it("takes a list mixing strings, tables and breakpoints", function()
-    if not caps.breakpoints then return pending("no breakpoints") end
-    local s = "grouped " .. tostring({})
-    local g <close> = assert(perf.group {
-      "task-clock",
-      ("mem:0x%x/1:rw"):format(perf.addressof(s)),
-      { "mem:0x1000:x", bp_addr = perf.symbol("getenv"), name = "getenv" },
-    })
-    assert(g:enable())
-    for _ = 1, 8 do local _ = s:byte(1) end
-    for _ = 1, 3 do os.getenv("X") end
-    assert(g:disable())
-    local t = g:read()
-    assert.same({ 8, 3 }, { t[2], t.getenv })
-  end)
-
-  it("names a group as given and pins only its leader", function()
-    local g <close> = assert(perf.group "mine{cs,faults}:D")
-    assert.same({ true }, { g[1]:attr().pinned, g[2]:attr().pinned })
-  end)
-
-  it("raises on malformed group strings, with the caret", function()
-    local ok, err = pcall(perf.group, "{cs,faults")
-    assert.is_false(ok)
-    assert.truthy(err:find("unterminated group, expected '}'", 1, true), err)
-    assert.truthy(err:find("\n    {cs,faults\n              ^", 1, true), err)
-  end)
-end)
-
-describe("PMU terms against the real sysfs", function()
-  it("msr/tsc/ and its bare event name", function()
-    local msr = pmu.find("msr")
-    if not msr then return pending("no msr PMU") end
-    assert.same({ type = msr.type, config = 0, name = "msr/tsc/" }, parse.parse("msr/tsc/"))
-    assert.same({ type = msr.type, config = 0, name = "tsc" }, parse.parse("tsc"))
-    assert.same({ type = msr.type, config = 5, name = "msr/event=5/" }, parse.parse("msr/event=5/"))
-  end)
-
-  it("software/config=N/ uses the built-in config term", function()
-    assert.same({ type = 1, config = 3, name = "software/config=3/" },
-      parse.parse("software/config=3/"))
-  end)
 end)
 
 describe("perf.parse on the event strings fuzz/fuzz_parse.c starts from", function()

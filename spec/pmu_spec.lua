@@ -180,3 +180,18 @@ describe("this machine's PMUs", function()
     assert.equal("config:0-63", p.formats.event)
   end)
 end)
+
+describe("PMU terms against the real sysfs", function()
+  it("msr/tsc/ and its bare event name", function()
+    local msr = pmu.find("msr")
+    if not msr then return pending("no msr PMU") end
+    assert.same({ type = msr.type, config = 0, name = "msr/tsc/" }, parse.parse("msr/tsc/"))
+    assert.same({ type = msr.type, config = 0, name = "tsc" }, parse.parse("tsc"))
+    assert.same({ type = msr.type, config = 5, name = "msr/event=5/" }, parse.parse("msr/event=5/"))
+  end)
+
+  it("software/config=N/ uses the built-in config term", function()
+    assert.same({ type = 1, config = 3, name = "software/config=3/" },
+      parse.parse("software/config=3/"))
+  end)
+end)
