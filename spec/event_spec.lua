@@ -232,3 +232,34 @@ describe("type and config by name", function()
     assert.is_true(u:attr().exclude_kernel)
   end)
 end)
+
+describe("hardware events", function()
+  -- A loop of a known number of iterations retires at least that many
+  -- instructions and takes at least as many cycles as instructions / 8.
+  local function loop(n) local x = 0 for i = 1, n do x = x + i end return x end
+
+  it("count the cycles and instructions of a loop #hardware", function()
+    if H.needs_pmu(pending) then return end
+    local g <close> = assert(perf.group { "cycles:u", "instructions:u" })
+    assert(g:enable())
+    loop(1000000)
+    assert(g:disable())
+    local t = g:read()
+    assert.is_true(t["instructions:u"] >= 1000000, "instructions: " .. t["instructions:u"])
+    assert.is_true(t["cycles:u"] >= t["instructions:u"] // 8, "cycles: " .. t["cycles:u"])
+  end)
+
+  it("sample cycles with the highest precision the PMU takes #hardware", function()
+    if H.needs_pmu(pending) then return end
+    local a = perf.parse "cycles:P"
+    local ev <close> = assert(perf.open { "cycles:P", sample_period = 100000 })
+    assert.are.equal(a.precise_ip or 0, ev:attr().precise_ip or 0)
+    local rb = assert(ev:mmap(8))
+    assert(ev:enable())
+    loop(2000000)
+    assert(ev:disable())
+    local n = 0
+    for _ in rb:samples() do n = n + 1 end
+    assert.is_true(n > 0, "no samples")
+  end)
+end)

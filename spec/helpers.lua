@@ -22,6 +22,24 @@ do
   end
 end
 
+-- Specs whose outcome depends on a hardware PMU carry the tag #hardware in
+-- their name (`busted --exclude-tags=hardware` leaves them out). These two
+-- mark the running test pending with busted's `pending`, saying why, and
+-- return true when it cannot run here: `if H.needs_pmu(pending) then return end`.
+function H.needs_pmu(pending)
+  local caps = require("perf.capabilities").get()
+  if caps.pmu then return false end
+  pending(caps.why.pmu or "no hardware PMU here")
+  return true
+end
+
+-- For the specs of what happens without a PMU (hardware events refused).
+function H.needs_no_pmu(pending)
+  if not require("perf.capabilities").get().pmu then return false end
+  pending("tests hardware events where no PMU exists, and this machine has one")
+  return true
+end
+
 -- Builds the C test helper spec/fixtures/<name>.c (plus `extra` sources,
 -- which may use csrc/'s headers) into a Lua module in a new temporary
 -- directory. Returns the module's path and the directory (rm -rf it when
