@@ -57,6 +57,7 @@ local function derived_name(attr)
   end
   return nil                       -- perf.core names it "type:config"
 end
+M.derived_name = derived_name
 
 -- An event spec to the attr table `perf.open` passes to the core, with
 -- the defaults applied (`disabled = true`, the default `read_format`).

@@ -16,7 +16,6 @@
 -- print(f.header.hostname, #f.attrs, f.attrs[1].name)
 -- for ip, tid in f:samples("ip", "tid") do end
 local core = require "perf.core"
-local event_names = require "perf.events"
 
 local M = {}
 
@@ -161,16 +160,10 @@ M.decode_feature = decode_feature
 
 -- ---- names ----
 
+-- An attr's name as perf.open would derive it, else "type:config".
 local function attr_name(attr)
-  local t, config = attr.type, attr.config
-  local name = t == 0 and event_names.hardware_names[config]
-    or t == 1 and event_names.software_names[config]
-    or t == 3 and event_names.cache.name_of(config)
-  if not name and t == 2 then
-    local ok, n = pcall(function() return require("perf.tracepoint").name_of(config) end)
-    name = ok and n or nil
-  end
-  return name or ("%s:%s"):format(tostring(t), tostring(config))
+  return require("perf.base").derived_name(attr)
+    or ("%s:%s"):format(tostring(attr.type), tostring(attr.config))
 end
 
 -- ---- the file ----

@@ -175,7 +175,8 @@ function Writer:synthesize(pid)
   if #tids == 0 then tids = { pid } end
   for _, tid in ipairs(tids) do
     local comm = read_line(("/proc/%d/task/%d/comm"):format(pid, tid)) or "?"
-    out[#out + 1] = record(3, 0, string.pack("<i4i4", pid, tid) .. pad8(comm) .. trailer(a, id, pid, tid))
+    out[#out + 1] = record(core.PERF_RECORD_COMM, 0,
+      string.pack("<i4i4", pid, tid) .. pad8(comm) .. trailer(a, id, pid, tid))
   end
   local f = io.open(("/proc/%d/maps"):format(pid))
   if f then
@@ -189,7 +190,7 @@ function Writer:synthesize(pid)
         local body = string.pack("<i4i4I8I8I8I4I4I8I8I4I4", pid, pid, lo, hi - lo, tonumber(off, 16),
           tonumber(maj, 16), tonumber(min, 16), math.tointeger(tonumber(ino)), 0, prot, flags)
           .. pad8(name) .. trailer(a, id, pid, pid)
-        out[#out + 1] = record(10, 2, body)                  -- PERF_RECORD_MISC_USER
+        out[#out + 1] = record(core.PERF_RECORD_MMAP2, core.PERF_RECORD_MISC_USER, body)
       end
     end
     f:close()
@@ -213,7 +214,7 @@ function Writer:synthesize_kernel()
   local a = self.attrs[1]
   local body = string.pack("<i4i4I8I8I8", -1, 0, text, -1 - text, text)
     .. pad8("[kernel.kallsyms]_text") .. trailer(a, a.ids[1], -1, 0)
-  return put(self, record(1, 1, body))                      -- PERF_RECORD_MISC_KERNEL
+  return put(self, record(core.PERF_RECORD_MMAP, core.PERF_RECORD_MISC_KERNEL, body))
 end
 
 -- ---- tracing data: the tracefs formats of the tracepoints recorded ----
