@@ -545,10 +545,7 @@ end)
 
 describe("perf.group unprivileged", function()
   it("counts user space only where kernel-mode counting is refused, and says so (child as nobody)", function()
-    if perf.capabilities().paranoid < 2 then
-      return pending("perf_event_paranoid < 2 lets nobody count kernel mode")
-    end
-    local out, why = H.run_as_nobody([[
+    local out = H.run_without_kernel_counting([[
       local perf = require "perf"
       local g = assert(perf.group { "task-clock", "page-faults" })
       assert(g:enable())
@@ -557,8 +554,8 @@ describe("perf.group unprivileged", function()
       local t = g:read()
       print(t["task-clock"] > 0, t["page-faults"] > 0, g[1]:attr().exclude_kernel, #g:notes())
       print(g:notes()[2])
-    ]])
-    if not out then return pending(why) end
+    ]], pending)
+    if not out then return end
     assert.are.equal("true\ttrue\ttrue\t2\npage-faults: kernel-mode counting is not permitted here "
       .. "(perf_event_paranoid); counting user space only\n", out)
   end)

@@ -40,6 +40,30 @@ function H.needs_no_pmu(pending)
   return true
 end
 
+-- The cgroup v2 hierarchy's mount (where the perf_event controller always
+-- is), as systemd mounts it at boot: /sys/fs/cgroup or its unified/ part;
+-- nil when none is mounted.
+function H.cgroup2()
+  for line in io.lines("/proc/self/mounts") do
+    local dir, kind = line:match("^%S+ (%S+) (%S+)")
+    if kind == "cgroup2" then return dir end
+  end
+end
+
+-- Runs `code` as nobody where perf_event_paranoid refuses kernel-mode
+-- counting to unprivileged users (the case the user-space retry is for).
+-- Returns its output, or nil after marking the test pending, saying why,
+-- with busted's `pending`.
+function H.run_without_kernel_counting(code, pending)
+  if require("perf.capabilities").get().paranoid < 2 then
+    pending("perf_event_paranoid < 2 lets nobody count kernel mode")
+    return nil
+  end
+  local out, why = H.run_as_nobody(code)
+  if not out then pending(why) end
+  return out
+end
+
 -- Builds the C test helper spec/fixtures/<name>.c (plus `extra` sources,
 -- which may use csrc/'s headers) into a Lua module in a new temporary
 -- directory. Returns the module's path and the directory (rm -rf it when

@@ -68,13 +68,6 @@ local function threaded_process(n, m)
   return pid, tids, command, cleanup
 end
 
--- cgroup2's mount, or nil
-local function cgroup2()
-  for line in io.lines("/proc/self/mounts") do
-    local dir, kind = line:match("^%S+ (%S+) (%S+)")
-    if kind == "cgroup2" then return dir end
-  end
-end
 
 describe("perf.stat of a running process (perf.processes)", function()
   it("counts every thread of a process while a command runs, as perf stat -p", function()
@@ -145,7 +138,7 @@ describe("perf.stat of a running process (perf.processes)", function()
   end)
 
   it("counts a cgroup on every CPU, as perf stat -a -G", function()
-    local root = cgroup2()
+    local root = H.cgroup2()
     if not root then pending("no cgroup2 hierarchy here") return end
     local name = "perf_lua_spec_" .. os.time()
     assert(os.execute(("mkdir %s/%s"):format(root, name)))

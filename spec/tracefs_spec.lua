@@ -160,17 +160,8 @@ end)
 describe("a freshly booted machine", function()
   local perf = require "perf"
 
-  -- The cgroup v2 hierarchy (where the perf_event controller always is),
-  -- as systemd mounts it at boot: /sys/fs/cgroup or its unified/ part.
-  local function cgroup2()
-    for l in io.lines("/proc/self/mounts") do
-      local dir, kind = l:match("^%S+ (%S+) (%S+)")
-      if kind == "cgroup2" then return dir end
-    end
-  end
-
   it("counts a cgroup of the v2 hierarchy, with no perf_event hierarchy mounted by hand", function()
-    local root = cgroup2()
+    local root = H.cgroup2()
     if H.sh("id -u") ~= "0\n" or not root then
       return pending("needs root and a cgroup2 mount")
     end
