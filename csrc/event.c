@@ -625,8 +625,14 @@ void pl_open_event(lua_State *L) {
   lua_setfield(L, -2, "read");
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, "__index");
-  lua_setfield(L, -3, "event_methods");  /* for Lua modules that extend them */
+  lua_setfield(L, -3, "event_methods");  /* to read: nothing patches them */
   lua_pop(L, 1);
   lua_pushcfunction(L, l_open);
   lua_setfield(L, -2, "open");
+  lua_createtable(L, (int)(sizeof target_keys / sizeof *target_keys), 0);
+  for (size_t i = 0; i < sizeof target_keys / sizeof *target_keys; i++) {
+    lua_pushstring(L, target_keys[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "target_keys");
 }

@@ -220,7 +220,11 @@ function M.open_list(list, target, opts)
   return g
 end
 
-local TARGET_KEYS = { pid = true, cpu = true, cgroup = true, flags = true }
+-- perf.core.open's target keys but group (a group's members join it)
+local TARGET_KEYS = {}
+for k in pairs(require("perf.options").TARGET_KEYS) do
+  if k ~= "group" then TARGET_KEYS[k] = true end
+end
 
 --- Opens events as one kernel group: they count over the same time and
 -- read with one read(2) (`PERF_FORMAT_GROUP`).

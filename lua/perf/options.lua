@@ -3,7 +3,9 @@
 -- helper's own keys, and attr fields that refine the event.
 local M = {}
 
-M.TARGET_KEYS = { pid = true, cpu = true, group = true, cgroup = true, flags = true }
+-- The keys of perf.core.open's target, as a set.
+M.TARGET_KEYS = {}
+for _, k in ipairs(require("perf.core").target_keys) do M.TARGET_KEYS[k] = true end
 
 --- split(opts, attr, own) -> target | nil
 -- Copies the attr fields of `opts` into `attr` (a sample_freq replaces the
