@@ -95,8 +95,9 @@ static int push_tracepoint(lua_State *L, long long id) {
   return found;
 }
 
-/* Pushes the list of field names of the format file at `path` (the text
-** after "field:": the declaration's last identifier, before any [N]). */
+/* Pushes the list of field names of the format file at `path` (after
+** "field:", the declaration's last identifier, before a trailing [N]:
+** "char comm[16]", "__data_loc char[] name"). */
 static int push_fields(lua_State *L, const char *path) {
   FILE *f = fopen(path, "re");
   char line[1024];
@@ -106,9 +107,12 @@ static int push_fields(lua_State *L, const char *path) {
   while (fgets(line, sizeof line, f)) {
     char *p = strstr(line, "field:"), *end, *start;
     if (!p || !(end = strchr(p, ';'))) continue;
-    *end = '\0';
-    if ((start = strchr(p, '[')) != NULL) end = start;      /* char comm[16] */
     while (end > p && end[-1] == ' ') end--;
+    if (end > p && end[-1] == ']') {           /* char comm[16], not char[] x */
+      while (end > p && end[-1] != '[') end--;
+      if (end > p) end--;
+      while (end > p && end[-1] == ' ') end--;
+    }
     start = end;
     while (start > p && (start[-1] == '_' || (start[-1] >= '0' && start[-1] <= '9') ||
            ((start[-1] | 32) >= 'a' && (start[-1] | 32) <= 'z'))) start--;

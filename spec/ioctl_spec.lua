@@ -105,6 +105,15 @@ describe("set_filter", function()
     assert.matches("EEXIST%); this event already has a filter", msg)
   end)
 
+  it("names the fields of the format, dynamic arrays too", function()
+    -- sched_process_exec's filename is "__data_loc char[] filename"
+    local ev <close> = assert(perf.open { type = "tracepoint",
+      config = H.tracepoint_id("sched", "sched_process_exec") })
+    local msg = shape(ev:set_filter("nosuch == 1"))
+    assert.matches("; sched:sched_process_exec has no field 'nosuch' %(its fields: " ..
+      "filename, pid, old_pid%)$", msg)
+  end)
+
   it("is refused on a software event", function()
     local ev <close> = assert(perf.open { type = "software", config = 1 })
     local msg = shape(ev:set_filter("x == 1"))
