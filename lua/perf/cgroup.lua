@@ -11,7 +11,8 @@ local fs = require "perf.fs"
 
 local M = {}
 
-local EBADF, ENOENT, ENOTDIR = 9, 2, 20
+local E = require("perf.core").errno
+local EBADF, ENOENT, ENOTDIR = E.EBADF, E.ENOENT, E.ENOTDIR
 
 -- /proc/mounts writes a space, tab, newline or backslash as \ooo.
 local function unescape(s)
