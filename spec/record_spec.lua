@@ -104,6 +104,18 @@ describe("perf.record", function()
     end
   end)
 
+  it("takes a SIGINT that comes as the command ends: told, and no error after", function()
+    -- `true` has exited by the first wake-up, whose drain calls on_progress
+    local out = H.run_lua([[
+      local perf = require "perf"
+      local pid = math.tointeger(io.open("/proc/self/stat"):read("n"))
+      local r = assert(perf.record({ "true" }, "cpu-clock", {
+        on_progress = function() os.execute("kill -INT " .. pid) end }))
+      print(r.interrupted, r.status)
+      print("after")]])
+    assert.equal("SIGINT\t0\nafter\n", out)
+  end)
+
   it("sizes the rings as perf record does: perf_event_mlock_kb less a page, a power of 2", function()
     local kb = math.tointeger(tonumber(H.sh("cat /proc/sys/kernel/perf_event_mlock_kb")))
     local pages = require("perf.record").default_pages()

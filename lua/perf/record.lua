@@ -239,6 +239,7 @@ function M.record(perf, argv, events, opts)
       if interrupted then waiter:kill(9) end
       interrupted = interrupted or signo
       term_at = term_at or child:elapsed() + GRACE
+      if child:wait(0) then what = "exited" end   -- signals first, an exit still ends
     end
     ok, msg, errno = drain()
     if not ok then return fail(msg, errno) end
@@ -255,14 +256,10 @@ function M.record(perf, argv, events, opts)
   local res
   res, msg, errno = child:wait()
   if not res then return fail(msg, errno) end
-  waiter:close()
   ok, msg, errno = drain()
   if not ok then return fail(msg, errno) end
   local r = setmetatable({ events = names, pid = pid }, Result)
   for k, v in pairs(res) do r[k] = v end
-  if interrupted then
-    r.interrupted, r.interrupted_signo = core.signal_name(interrupted), interrupted
-  end
   -- the kernel's count of what it dropped (PERF_FORMAT_LOST, Linux 6.0),
   -- which PERF_RECORD_LOST may not have told yet; in the file as perf
   -- record writes it: one PERF_RECORD_LOST_SAMPLES per event
@@ -287,6 +284,17 @@ function M.record(perf, argv, events, opts)
   end
   close_all(sets)
   r.samples, r.lost = samples, lost
+  -- a signal that came once the command had ended stops nothing more,
+  -- but it is told, and taken before the signals are unblocked
+  while true do
+    local what, signo = waiter:wait({}, 0)
+    if what ~= "signal" then break end
+    interrupted = interrupted or signo
+  end
+  waiter:close()
+  if interrupted then
+    r.interrupted, r.interrupted_signo = core.signal_name(interrupted), interrupted
+  end
   return r
 end
 
