@@ -66,14 +66,17 @@ docs: deps
 	rm -rf docs
 	ldoc --fatalwarnings .
 
-# The whole suite against the module built with ASan+UBSan. The interpreter
-# is not instrumented, so the sanitizer runtimes are preloaded.
+# The whole suite against the module built with ASan+UBSan, leaks checked
+# at exit. The interpreter is not instrumented, so the sanitizer runtimes
+# are preloaded; the module takes them out of LD_PRELOAD once loaded, so
+# the programs it and the specs start run without them (see
+# csrc/sanitizer_env.c).
 ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan: deps
 	$(MAKE) build-asan/perf/core.so
 	ASAN_LIBS="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"; \
 	LD_PRELOAD="$$ASAN_LIBS" \
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	PERF_LUA_CPATH="build-asan/?.so" $(BUSTED)
 

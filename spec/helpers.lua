@@ -9,6 +9,17 @@ do
 end
 H.lua = os.getenv("LUA") or "lua5.4"
 
+-- Under `make asan` the sanitizer build of the C core, once loaded, takes
+-- the sanitizer runtimes out of LD_PRELOAD (csrc/sanitizer_env.c), so the
+-- commands the specs start run without them. A shell command starting an
+-- interpreter that loads the C core begins with H.core_env, which gives
+-- them back ("" in a plain run).
+require "perf.core"
+H.core_env = ""
+if os.getenv("PERF_LUA_SANITIZER_PRELOAD") then
+  H.core_env = ("LD_PRELOAD='%s' "):format(os.getenv("PERF_LUA_SANITIZER_PRELOAD"))
+end
+
 -- A command line that runs an example script with the C core this suite
 -- tests: under `make asan` the sanitizer build is loaded before the script
 -- runs (examples look for ./perf/core.so, the plain build).
@@ -17,8 +28,8 @@ do
   local cpath = os.getenv("PERF_LUA_CPATH")
   if cpath then
     local so = cpath:gsub("%?", "perf/core")
-    H.example = ("%s -e \"package.loaded['perf.core'] = assert(package.loadlib('%s', "
-      .. "'luaopen_perf_core'))('perf.core')\""):format(H.lua, so)
+    H.example = ("%s%s -e \"package.loaded['perf.core'] = assert(package.loadlib('%s', "
+      .. "'luaopen_perf_core'))('perf.core')\""):format(H.core_env, H.lua, so)
   end
 end
 
@@ -172,7 +183,7 @@ function H.run_lua(code, shell_prefix, dir)
   f:write(chunk)
   f:close()
   os.execute("chmod 644 " .. tmp)
-  local p = io.popen(("%s %s %s 2>&1"):format(shell_prefix or "", H.lua, tmp))
+  local p = io.popen(("%s %s%s %s 2>&1"):format(shell_prefix or "", H.core_env, H.lua, tmp))
   local out = p:read("a")
   p:close()
   os.remove(tmp)

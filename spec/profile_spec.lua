@@ -220,7 +220,7 @@ describe("perf.profile", function()
         .. "require('perf').profile(function() local x = 0 for i = 1, 3e6 do x = x + i end os.exit(7, %s) end, { freq = 5000 })\n")
         :format(os.getenv("PERF_LUA_CPATH") or "./?.so", close))
       f:close()
-      local ok, how, code = os.execute(("%s %s"):format(H.lua, tmp))
+      local ok, how, code = os.execute(("%s%s %s"):format(H.core_env, H.lua, tmp))
       os.remove(tmp)
       assert.same({ nil, "exit", 7 }, { ok, how, code })
     end

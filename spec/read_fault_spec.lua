@@ -8,7 +8,8 @@ local _, dir = H.build_fixture("read_fault")
 
 -- Every read method on a single event, a member, a group of 3 (read by
 -- generated code) and one of 70 (filled from C), one line each, with reads
--- of every perf descriptor failing with `errno` (0: end of file).
+-- of every perf descriptor failing with `errno` (0: end of file). The child
+-- exits without closing them (see the fixture).
 local function reads(errno)
   return H.run_lua(([[
 local perf = require "perf"
@@ -19,7 +20,7 @@ for i = 1, 70 do specs[i] = { type = "software", config = perf.core.PERF_COUNT_S
 local ev = assert(perf.open { type = "software", config = perf.core.PERF_COUNT_SW_TASK_CLOCK })
 local g = assert(perf.group { "task-clock", "page-faults", "context-switches" })
 local big = assert(perf.group(specs))
-if %d >= 0 then fault.fail_reads(ev:fileno(), %d) end
+if %d >= 0 then fault.fail_reads(ev:fileno(), big[#big]:fileno(), %d) end
 show("ev:read", ev:read())
 show("member", g[2]:read())
 show("g:read", g:read())
@@ -29,6 +30,7 @@ show("big:read", big:read())
 show("big:scaled", big:scaled({}))
 print("tostring", tostring(g))
 print("done")
+os.exit(0, false)
 ]]):format(dir .. "/read_fault.so", errno, errno))
 end
 
