@@ -530,10 +530,10 @@ static int rb_raw(lua_State *L) {
 
 /* ---- waiting ---- */
 
-static int64_t now_ms(void) {
+static int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int push_hangup(lua_State *L) {
@@ -568,7 +568,9 @@ static int poll_rings(lua_State *L, pl_ring **v, size_t n, lua_Integer timeout) 
   struct pollfd pfd[POLL_MAX];
   if (timeout < -1 || timeout > 0x7fffffff)
     return luaL_error(L, "timeout must be -1 (forever) or 0 .. 2^31-1 ms");
-  int64_t deadline = timeout >= 0 ? now_ms() + timeout : -1;
+  /* in ns, so a wait cut short by a signal resumes for what is left,
+  ** rounded up to whole ms: never returns before the timeout */
+  int64_t deadline = timeout >= 0 ? now_ns() + timeout * 1000000 : -1;
   for (;;) {
     if (any_pending(v, n)) { lua_pushboolean(L, 1); return 1; }
     if (all_hung_up(v, n)) return push_hangup(L);
@@ -582,8 +584,8 @@ static int poll_rings(lua_State *L, pl_ring **v, size_t n, lua_Integer timeout) 
       }
     int wait = -1;
     if (deadline >= 0) {
-      int64_t left = deadline - now_ms();
-      wait = left > 0 ? (int)left : 0;
+      int64_t left = deadline - now_ns();
+      wait = left > 0 ? (int)((left + 999999) / 1000000) : 0;
     }
     int rc = poll(pfd, k, wait);
     if (rc < 0) {
@@ -600,7 +602,7 @@ static int poll_rings(lua_State *L, pl_ring **v, size_t n, lua_Integer timeout) 
     }
     /* POLLIN may come with an empty ring: wait on unless data is there */
     if (any_pending(v, n)) { lua_pushboolean(L, 1); return 1; }
-    if (rc == 0 || (deadline >= 0 && now_ms() >= deadline)) {
+    if (deadline >= 0 && now_ns() >= deadline) {
       if (all_hung_up(v, n)) return push_hangup(L);
       lua_pushboolean(L, 0);
       return 1;

@@ -19,13 +19,13 @@ local M = {}
 local HEADER_SIZE = 104
 local FINISHED_ROUND = string.pack("<I4I2I2", 68, 0, 8)
 
-local read_line = require("perf.fs").read_trimmed   -- one-line /proc and /sys files
+local fs = require "perf.fs"
+local read_line = fs.read_trimmed   -- one-line /proc and /sys files
 
-local function uname(flag)
-  local p = io.popen("uname " .. flag .. " 2>/dev/null")
-  local s = p:read("l")
-  p:close()
-  return s or ""
+-- What uname -n and uname -r say, read from procfs (no child process:
+-- one would make writing a file depend on signals and the process limit).
+local function uname(what)
+  return read_line("/proc/sys/kernel/" .. what) or ""
 end
 
 -- struct perf_header_string: u32 length (NUL included, padded to 64), bytes
@@ -169,9 +169,9 @@ function Writer:synthesize(pid)
   local id = a.ids[1]
   local out = {}
   local tids = {}
-  local p = io.popen(("ls /proc/%d/task 2>/dev/null"):format(pid))
-  for t in p:lines() do tids[#tids + 1] = math.tointeger(tonumber(t)) end
-  p:close()
+  for _, t in ipairs(fs.listdir(("/proc/%d/task"):format(pid))) do
+    tids[#tids + 1] = math.tointeger(tonumber(t))
+  end
   if #tids == 0 then tids = { pid } end
   for _, tid in ipairs(tids) do
     local comm = read_line(("/proc/%d/task/%d/comm"):format(pid, tid)) or "?"
@@ -308,8 +308,8 @@ local function features(self, cmdline)
   local tracing = M.tracing_data(self.attrs)
   if tracing then list[1] = { 1, tracing } end
   for _, ft in ipairs {
-    { 3, hstring(uname("-n")) }, { 4, hstring(uname("-r")) },
-    { 5, hstring("perf-lua " .. core.version) }, { 6, hstring(uname("-m")) },
+    { 3, hstring(uname("hostname")) }, { 4, hstring(uname("osrelease")) },
+    { 5, hstring("perf-lua " .. core.version) }, { 6, hstring(fs.machine()) },
     { 7, string.pack("<I4I4", avail, cpus) }, { 8, hstring(cpudesc) },
     { 10, string.pack("<I8", mem) }, { 11, table.concat(cl) },
     { 12, table.concat(desc) },

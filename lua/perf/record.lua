@@ -115,11 +115,10 @@ end
 -- all the process ids in /proc
 local function processes()
   local list = {}
-  local p = io.popen("ls /proc 2>/dev/null")
-  for name in p:lines() do
+  for _, name in ipairs(core.listdir("/proc") or {}) do
     if name:match("^%d+$") then list[#list + 1] = math.tointeger(tonumber(name)) end
   end
-  p:close()
+  table.sort(list)
   return list
 end
 
