@@ -48,6 +48,7 @@ build = {
         "csrc/ring.c",
         "csrc/ring_iter.c",
         "csrc/ringbuf.c",
+        "csrc/sanitizer_env.c",
         "csrc/show.c",
         "csrc/signal.c",
         "csrc/spawn.c",

@@ -13,11 +13,12 @@ H.lua = os.getenv("LUA") or "lua5.4"
 -- the sanitizer runtimes out of LD_PRELOAD (csrc/sanitizer_env.c), so the
 -- commands the specs start run without them. A shell command starting an
 -- interpreter that loads the C core begins with H.core_env, which gives
--- them back ("" in a plain run).
+-- them back ("" in a plain run; a command, so it may follow another such
+-- as setpriv).
 require "perf.core"
 H.core_env = ""
 if os.getenv("PERF_LUA_SANITIZER_PRELOAD") then
-  H.core_env = ("LD_PRELOAD='%s' "):format(os.getenv("PERF_LUA_SANITIZER_PRELOAD"))
+  H.core_env = ("env LD_PRELOAD='%s' "):format(os.getenv("PERF_LUA_SANITIZER_PRELOAD"))
 end
 
 -- A command line that runs an example script with the C core this suite
