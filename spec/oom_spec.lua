@@ -100,16 +100,20 @@ end
 -- in this process.
 local function captured(body)
   local out = io.tmpfile()
-  local print0, stdout, stderr, exit = print, io.stdout, io.stderr, os.exit
-  _G.print = function(...)
+  local saved = { print = print, stdout = io.stdout, stderr = io.stderr, exit = os.exit }
+  local function set(p, stdout, stderr, exit)
+    rawset(_G, "print", p)
+    rawset(io, "stdout", stdout)
+    rawset(io, "stderr", stderr)
+    rawset(os, "exit", exit)
+  end
+  set(function(...)
     local t = table.pack(...)
     for i = 1, t.n do t[i] = tostring(t[i]) end
     out:write(table.concat(t, "\t", 1, t.n), "\n")
-  end
-  io.stdout, io.stderr = out, out
-  os.exit = function(code) error({ exit = code }, 0) end
+  end, out, out, function(code) error({ exit = code }, 0) end)
   local ok, err = pcall(body, out)
-  _G.print, io.stdout, io.stderr, os.exit = print0, stdout, stderr, exit
+  set(saved.print, saved.stdout, saved.stderr, saved.exit)
   out:close()
   if not ok then error(err, 0) end
 end
@@ -171,9 +175,11 @@ describe("out of memory", function()
       for _ = 1, 3 do io.open("/dev/null"):close() end
       assert(ev:disable())
       local n = 0
-      for _ in rb:records() do n = n + 1 break end
-      for _ in rb:records({}) do n = n + 1 break end
-      for ip in rb:samples("ip", "tid") do n = n + (ip and 1 or 0) end
+      local iter, st = rb:records()       -- one record as a table,
+      if iter(st) then n = n + 1 end
+      iter, st = rb:records({})           -- one into a reused table,
+      if iter(st) then n = n + 1 end
+      for ip in rb:samples("ip", "tid") do n = n + (ip and 1 or 0) end  -- one as values
       assert(n == 3, n)
       return true
     end)
@@ -208,14 +214,14 @@ describe("out of memory", function()
   it("perf.watch", function()
     local s = "watched"
     survives(function()
-      local ev <close> = assert(perf.watch(perf.addressof(s), { mode = "rw", len = 1 }))
+      local ev_ <close> = assert(perf.watch(perf.addressof(s), { mode = "rw", len = 1 }))
       return true
     end)
   end)
 
   it("perf.uprobe", function()
     survives(function()
-      local ev <close> = assert(perf.uprobe("libc", "getenv"))
+      local ev_ <close> = assert(perf.uprobe("libc", "getenv"))
       return true
     end)
   end)

@@ -117,7 +117,7 @@ describe("perf descriptors", function()
 
   it("are not inherited by commands started from Lua (close-on-exec)", function()
     local ev <close> = assert(perf.open("task-clock"))
-    local g <close> = assert(perf.group { "task-clock", "page-faults" })
+    local g_ <close> = assert(perf.group { "task-clock", "page-faults" })
     local s <close> = assert(perf.open { type = "software", config = perf.core.PERF_COUNT_SW_DUMMY })
     assert(s:mmap(1))
     -- what such a descriptor looks like
@@ -129,7 +129,7 @@ describe("perf descriptors", function()
 
   it("are not inherited by the command of perf.stat", function()
     local out = os.tmpname()
-    local ev <close> = assert(perf.open("task-clock"))
+    local ev_ <close> = assert(perf.open("task-clock"))
     local r = assert(perf.stat({ "ls", "-l", "/proc/self/fd/" }, "task-clock", { stdout = out }))
     assert.equal(0, r.status)
     local f = assert(io.open(out))
