@@ -67,6 +67,37 @@ describe("perf.stat_format", function()
     assert.matches("\n       0%.001000000 seconds user\n       0%.002000000 seconds sys\n", text)
   end)
 
+  -- perf stat -a -G on 2026-11-24: each row names its event's cgroup ("" for
+  -- none), a rate is per second of the clock of the same cgroup
+  it("names each event's cgroup after its name, as perf stat -G does", function()
+    local r = result(500000000, {
+      { name = "task-clock", raw = 24740000, type = 1, config = 1 },
+      { name = "syscalls:sys_enter_openat", raw = 620 },
+      { name = "syscalls:sys_enter_openat", raw = 0, run = 0 },
+      { name = "context-switches", raw = 317, type = 1, config = 3 },
+    })
+    r.events[1].cgroup, r.events[2].cgroup, r.events[3].cgroup = "statg_a", "statg_a", "statg_b"
+    local s = F.summary { r }
+    assert.are.equal(table.concat({ "",
+      " Performance counter stats for 'system wide':", "",
+      "             24.74 msec task-clock                       statg_a #    0.049 CPUs utilized",
+      "               620      syscalls:sys_enter_openat        statg_a #   25.061 K/sec",
+      "     <not counted>      syscalls:sys_enter_openat statg_b",
+      "               317      context-switches",
+      "",
+      "       0.500000000 seconds time elapsed", "", "" }, "\n"), F.text(s, "system wide"))
+    assert.are.equal(table.concat({
+      "24.74,msec,task-clock,statg_a,2000000,100.00,0.049,CPUs utilized",
+      "620,,syscalls:sys_enter_openat,statg_a,2000000,100.00,25.061,K/sec",
+      "<not counted>,,syscalls:sys_enter_openat,statg_b,0,100.00,,",
+      "317,,context-switches,,2000000,100.00,,", "" }, "\n"), F.csv(s, ","))
+    assert.matches('^{"counter%-value" : "24%.740000", "unit" : "msec", "event" : "task%-clock", '
+      .. '"cgroup" : "statg_a", "event%-runtime" : 2000000, ', F.json(s))
+    assert.matches('\n{"counter%-value" : "317%.000000", "unit" : "", "event" : "context%-switches", '
+      .. '"cgroup" : "", "event%-runtime" : 2000000, ', F.json(s))
+    assert.not_matches("statg", F.text(F.summary { result(1, { { name = "x", raw = 1 } }) }, "system wide"))
+  end)
+
   it("prints intervals as perf stat -I does: the interval's own rates, multiplexing, <not counted>", function()
     -- an interval of 50 ms ending 150 ms after the exec
     local r = result(nil, {

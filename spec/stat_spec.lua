@@ -535,6 +535,49 @@ describe("perf-lua stat", function()
     assert.are.equal(129, code)
   end)
 
+  it("prints a cgroup's counts as perf stat -a -G does: 'system wide', the cgroup on each row", function()
+    local root = assert(require("perf.cgroup").root())
+    local name = "perf_lua_stat_" .. H.PID
+    assert(os.execute(("mkdir -p %s/%s"):format(root, name)))
+    -- the command moves itself into the cgroup: its work alone is counted
+    local command = ("sh -c 'echo $$ > %s/%s/cgroup.procs; ls / >/dev/null'"):format(root, name)
+    local function theirs(options)
+      local out = os.tmpname()
+      assert(os.execute(("perf stat -o %s %s -- %s >/dev/null 2>&1"):format(out, options, command)))
+      local f = assert(io.open(out))
+      local text = f:read("a"):gsub(" +\n", "\n"):gsub("^# started on [^\n]*\n\n", "")
+      f:close()
+      os.remove(out)
+      return text
+    end
+    local function rows(text)                             -- the title and the rows
+      local out = { text:match("\n( Performance counter stats for [^\n]*)\n") }
+      for line in text:gmatch("[^\n]*syscalls:[^\n]*") do out[#out + 1] = line end
+      return out
+    end
+    local events = "-e syscalls:sys_enter_openat,syscalls:sys_enter_execve"
+    events = events .. " -G " .. name                    -- perf takes -G after the events
+    local perf_text = theirs("-a " .. events)
+    local text, code = example(("-a %s -- %s"):format(events, command))
+    local csv = example(("-x, %s -- %s"):format(events, command))
+    local perf_csv = theirs("-x, -a " .. events)
+    local json = example(("-j %s -- %s"):format(events, command))
+    local perf_json = theirs("-j -a " .. events)
+    os.execute(("rmdir %s/%s"):format(root, name))
+    assert.are.equal(0, code)
+    assert.matches("\n Performance counter stats for 'system wide':\n", text)
+    assert.matches(" +%d+      syscalls:sys_enter_openat        " .. name .. "\n", text)
+    assert.are.same(rows(perf_text), rows(text))
+    -- the running times differ: the rest is the same
+    local function fields(t) return (t:gsub(",%d+,100%.00,", ",T,100.00,")) end
+    assert.are.equal(fields(perf_csv), fields(csv))
+    local function members(t)                            -- perf 6.1 writes "(null)" for no unit
+      return (t:gsub('"event%-runtime" : %d+', "T"):gsub('"%(null%)"', '""'))
+    end
+    assert.are.equal(members(perf_json), members(json))
+    assert.matches('"cgroup" : "' .. name .. '", ', json)
+  end)
+
   it("prints JSON lines with -j, as perf stat -j", function()
     local text, code = example("-j -e task-clock,syscalls:sys_enter_openat -- ls /")
     assert.are.equal(0, code)

@@ -52,7 +52,8 @@
 -- target { pid = P } (its threads, and what they start), { tid = T } or
 -- { cgroup = G } (on every CPU), as perf stat -p, -t and -G, for
 -- opts.duration seconds or while opts.command (an argv list) runs;
--- results as for a command, without status (perf.processes).
+-- results as for a command, without status (perf.processes); counting a
+-- cgroup, each event's details name it (events[i].cgroup, as given).
 --
 -- opts.interval (ms) with opts.on_interval(r) calls on_interval while the
 -- command runs, every interval, with the counts of that interval, as perf
@@ -295,7 +296,7 @@ local function add_skipped(r, n, u, list, why)
   for _, e in ipairs(list) do
     n = n + 1
     r.events[n] = { name = e.name, supported = false, error = msg, errno = errno,
-      type = e.attr.type, config = e.attr.config, group = #list > 1 and u or nil }
+      type = e.attr.type, config = e.attr.config, group = #list > 1 and u or nil, cgroup = list.cgroup }
     r[n] = false
     if r[e.name] == nil then r[e.name] = false end
   end
@@ -332,7 +333,7 @@ local function add_up(gs, i, cpus, prev)
   return e, { raw = sum, time_enabled = en_sum, time_running = run_sum, cpus = reads }, raw
 end
 
-local DETAILS = { "name", "unit", "scale", "type", "config", "group", "supported" }
+local DETAILS = { "name", "unit", "scale", "type", "config", "group", "supported", "cgroup" }
 
 -- r.per: the counts of every event per place (core, socket, ... as
 -- topology.aggregate gathers the CPUs), each summed over its CPUs then
@@ -393,6 +394,7 @@ local function collect(opened, skipped, units, cpus, prev, kind, unscaled)
       local attr = gs[1][i]:attr()                 -- integer type and config
       e.name, e.unit, e.scale, e.supported = gs[1][i]:name(), extra.unit, extra.scale, true
       e.type, e.config, e.group = attr.type, attr.config, #list > 1 and u or nil
+      e.cgroup = list.cgroup
       n = n + 1
       r.events[n], sums[n] = e, sum
       r[n] = e.value
@@ -460,6 +462,7 @@ local function run(argv, events, opts, target)
   local units
   units, msg, errno = units_of(events, opts, cpus ~= nil, target ~= nil)
   if not units then return nil, msg, errno end
+  for _, list in ipairs(units) do list.cgroup = target and target.cgroup end
   local child
   child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
   if not child then return nil, "perf.stat: " .. msg, errno end

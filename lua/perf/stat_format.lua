@@ -78,7 +78,7 @@ local function summarize(lists)
   local out = {}
   for i, e in ipairs(lists[1]) do
     if e.supported == false then
-      out[i] = { name = e.name, supported = false }
+      out[i] = { name = e.name, supported = false, cgroup = e.cgroup }
       goto next_event
     end
     local values, fractions, running = {}, {}, {}
@@ -90,7 +90,7 @@ local function summarize(lists)
     out[i] = {
       name = e.name, value = mean, noise = noise,
       fraction = (F.mean_noise(fractions)), running = (F.mean_noise(running)),
-      clock = is_clock(e), unit = e.unit, scale = e.scale,
+      clock = is_clock(e), unit = e.unit, scale = e.scale, cgroup = e.cgroup,
     }
     ::next_event::
   end
@@ -137,6 +137,7 @@ function F.summary(runs)
   local lists = {}
   for k, r in ipairs(runs) do lists[k] = r.events end
   s.events = summarize(lists)
+  for _, e in ipairs(s.events) do s.cgroups = s.cgroups or e.cgroup ~= nil end
   if runs[1].per then s.per = summarize_per(runs) end
   local el, us, sy = {}, {}, {}
   for k, r in ipairs(runs) do el[k], us[k], sy[k] = r.elapsed, r.user, r.sys end
@@ -145,10 +146,11 @@ function F.summary(runs)
   return s
 end
 
--- The clock event's mean, in ns, or nil (of a summary or one of its rows).
-local function clock_ns(s)
-  for _, e in ipairs(s.events) do
-    if e.clock then return e.value end
+-- The clock event's mean, in ns, or nil (of a summary or one of its rows),
+-- for the rates of event e: perf divides by the clock of e's cgroup.
+local function clock_ns(s, e)
+  for _, c in ipairs(s.events) do
+    if c.clock and c.cgroup == e.cgroup then return c.value end
   end
 end
 
@@ -195,7 +197,8 @@ local function each_line(s, line, prefix)
   local kind = s.per and s.per.kind
   local list = rows(s)
   local function add(row, i)
-    out[#out + 1] = line(row.events[i], s, clock_ns(row), kind and prefix(kind, row) or "") .. "\n"
+    local e = row.events[i]
+    out[#out + 1] = line(e, s, clock_ns(row, e), kind and prefix(kind, row) or "") .. "\n"
   end
   if kind == "cpu" then
     for i = 1, #s.events do
@@ -234,14 +237,16 @@ end
 
 -- One event's row of the table (without its newline).
 local function text_row(e, s, clock)
+  -- with cgroups, perf follows each name with its cgroup's ("" for none)
+  local cg = s.cgroups and " " .. (e.cgroup or "") or ""
   if e.supported == false then
-    return ("%18s %-4s %s"):format(NOT_SUPPORTED, "", e.name)
+    return (("%18s %-4s %-25s%s"):format(NOT_SUPPORTED, "", e.name, cg):gsub("%s+$", ""))
   end
   local v, unit, metric, munit, decimals = columns(e, s, clock)
   if e.running == 0 then
-    return ("%18s %-4s %s"):format(NOT_COUNTED, unit, e.name)
+    return (("%18s %-4s %-25s%s"):format(NOT_COUNTED, unit, e.name, cg):gsub("%s+$", ""))
   end
-  local line = ("%18s %-4s %-32s"):format(F.thousands(v, decimals), unit, e.name)
+  local line = ("%18s %-4s %-32s%s"):format(F.thousands(v, decimals), unit, e.name, cg)
   if metric then
     line = line .. (" # %8.3f %-22s"):format(metric, munit)
   elseif s.runs > 1 or e.fraction < 1 then
@@ -289,6 +294,7 @@ local function csv_row(e, s, clock, sep)
   local fields
   if e.supported == false then
     fields = { NOT_SUPPORTED, "", e.name }
+    if s.cgroups then fields[#fields + 1] = e.cgroup or "" end
     if s.runs > 1 then fields[#fields + 1] = "0.00%" end
     fields[#fields + 1] = "0"
     fields[#fields + 1] = "100.00"
@@ -301,6 +307,7 @@ local function csv_row(e, s, clock, sep)
   fields = { not counted and NOT_COUNTED
     or decimals and ("%." .. decimals .. "f"):format(v) or ("%d"):format(math.floor(v + 0.5)),
     unit, e.name }
+  if s.cgroups then fields[#fields + 1] = e.cgroup or "" end
   if s.runs > 1 then fields[#fields + 1] = ("%.2f%%"):format(e.noise) end
   fields[#fields + 1] = ("%d"):format(math.floor(e.running + 0.5))
   fields[#fields + 1] = ("%.2f"):format(counted and 100 * e.fraction or 100)
@@ -343,6 +350,7 @@ local function json_row(e, s, clock)
   end
   local f = { ('"counter-value" : %s, "unit" : %s, "event" : %s, '):format(
     json_string(value), json_string(unit), json_string(e.name)) }
+  if s.cgroups then f[#f + 1] = ('"cgroup" : %s, '):format(json_string(e.cgroup or "")) end
   if s.runs > 1 then f[#f + 1] = ('"variance" : %.2f, '):format(e.noise or 0) end
   f[#f + 1] = ('"event-runtime" : %d, "pcnt-running" : %.2f, "metric-value" : %f, "metric-unit" : %s')
     :format(runtime, pcnt, metric or 0, json_string(munit or ""))

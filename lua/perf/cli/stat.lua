@@ -16,7 +16,8 @@
 --                          (e.g. -- sleep 2), instead of counting COMMAND
 --   -t, --tid TID          count thread TID while COMMAND runs
 --   -G, --cgroup NAME      count cgroup NAME (a name or a directory) on every
---                          CPU while COMMAND runs; -A etc. as with -a
+--                          CPU while COMMAND runs, with or without -a; -A etc.
+--                          as with -a; each row names the cgroup
 --   -A, --no-aggr          with -a or -C: the counts of each CPU
 --       --per-core         with -a or -C: the counts of each core ("S0-D0-C1")
 --       --per-die          with -a or -C: the counts of each die ("S0-D0")
@@ -111,8 +112,11 @@ end
 if #argv == 0 then
   usage(target and "give a command to count for, such as -- sleep 2" or "no command given")
 end
-if target and (all_cpus or cpus or per_thread) then
-  usage("-p, -t and -G count a process, thread or cgroup: not with -a, -C or --per-thread")
+if target and target.cgroup then                  -- a cgroup is counted on every CPU (-a)
+  if cpus or per_thread then usage("-G counts a cgroup on every CPU: not with -C or --per-thread") end
+  all_cpus = nil
+elseif target and (all_cpus or cpus or per_thread) then
+  usage("-p and -t count a process or thread: not with -a, -C or --per-thread")
 end
 if json and sep then usage("-j and -x do not go together") end
 if per_thread and (all_cpus or cpus or aggregate or interval) then
@@ -164,8 +168,8 @@ end
 
 if not interval then                                 -- perf stat -I prints no totals
   local summary = F.summary(results)
-  local what = target and { title = require("perf.processes").describe(target) }
-    or cpus and "CPU(s) " .. cpus or all_cpus and "system wide" or argv
+  local what = target and not target.cgroup and { title = require("perf.processes").describe(target) }
+    or cpus and "CPU(s) " .. cpus or (all_cpus or target) and "system wide" or argv
   out:write(json and F.json(summary) or sep and F.csv(summary, sep) or F.text(summary, what))
 end
 if outfile then out:close() end
