@@ -67,6 +67,7 @@ build = {
     ["perf.cli.profile"] = "lua/perf/cli/profile.lua",
     ["perf.cli.record"] = "lua/perf/cli/record.lua",
     ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
+    ["perf.cli.stat_cgroups"] = "lua/perf/cli/stat_cgroups.lua",
     ["perf.cli.top"] = "lua/perf/cli/top.lua",
     ["perf.base"] = "lua/perf/base.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",

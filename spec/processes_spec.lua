@@ -158,6 +158,33 @@ describe("perf.stat of a running process (perf.processes)", function()
     assert.are.equal(#perf.cpus.online(), #r.per)
   end)
 
+  it("counts each event in its own cgroup, or everything, when given one per event", function()
+    local root = cgroup2()
+    if not root then pending("no cgroup2 hierarchy here") return end
+    local name = "perf_lua_spec_list_" .. os.time()
+    assert(os.execute(("mkdir %s/%s"):format(root, name)))
+    local script = ("echo $$ > %s/%s/cgroup.procs; ls / >/dev/null"):format(root, name)
+    local events = { "syscalls:sys_enter_openat", "syscalls:sys_enter_execve", "syscalls:sys_enter_close" }
+    local r, msg = perf.stat({ cgroup = { name, false } }, events, { command = { "sh", "-c", script } })
+    local one = perf.stat({ cgroup = { false, name } }, events, { command = { "sh", "-c", script }, cpus = "0" })
+    local alone = perf.stat({ cgroup = name }, events[1], { command = { "sh", "-c", script } })
+    os.execute(("rmdir %s/%s"):format(root, name))
+    assert(r, msg)
+    assert.are.equal(alone[1], r[1])                      -- the cgroup's own, exactly
+    assert.are.equal(name, r.events[1].cgroup)
+    assert.is_nil(r.events[2].cgroup)
+    assert.is_nil(r.events[3].cgroup)
+    assert.is_true(r[2] >= 1)                             -- the command's exec, outside the cgroup
+    assert.is_true(alone[1] > 0)
+    assert(one)
+    local cpus = {}
+    for c in pairs(one.events[1].cpus) do cpus[#cpus + 1] = c end
+    assert.are.same({ 0 }, cpus)                          -- on CPU 0 alone
+    assert.are.equal(name, one.events[2].cgroup)
+    assert.has_error(function() perf.stat({ cgroup = { "x", 4 } }, events, { duration = 1 }) end)
+    assert.has_error(function() perf.stat({ cgroup = {} }, events, { duration = 1 }) end)
+  end)
+
   it("is perf-lua stat -p, -t and -G", function()
     local function run(args)
       local out = os.tmpname()

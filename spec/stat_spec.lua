@@ -578,6 +578,67 @@ describe("perf-lua stat", function()
     assert.matches('"cgroup" : "' .. name .. '", ', json)
   end)
 
+  it("pairs each -G with the events before it as perf stat does, and names each row's cgroup", function()
+    local root = assert(require("perf.cgroup").root())
+    local a, b = "perf_lua_stat_a" .. H.PID, "perf_lua_stat_b" .. H.PID
+    assert(os.execute(("mkdir -p %s/%s %s/%s"):format(root, a, root, b)))
+    local command = ("sh -c 'echo $$ > %s/%s/cgroup.procs; ls / >/dev/null'"):format(root, a)
+    -- the rows of the cgroups: exact counts, or <not counted> in b, where nothing runs
+    local function rows(text)
+      local out = {}
+      for line in text:gmatch("[^\n]+") do
+        if line:find(" " .. a .. "$") or line:find(" " .. b .. "$") then out[#out + 1] = line end
+      end
+      return out
+    end
+    local cases = {
+      ("-e syscalls:sys_enter_openat,syscalls:sys_enter_execve -G %s,%s"):format(a, b),
+      ("-e syscalls:sys_enter_openat -G %s -e syscalls:sys_enter_execve -G %s"):format(a, b),
+      ("-e syscalls:sys_enter_execve,syscalls:sys_enter_openat -G ,%s"):format(a),
+      ("-e syscalls:sys_enter_openat,syscalls:sys_enter_execve -G %s -e syscalls:sys_enter_close"):format(b),
+    }
+    local results = {}
+    for k, options in ipairs(cases) do
+      local out = os.tmpname()
+      assert(os.execute(("perf stat -a -o %s %s -- %s >/dev/null 2>&1"):format(out, options, command)))
+      local f = assert(io.open(out))
+      local theirs = rows((f:read("a"):gsub(" +\n", "\n")))
+      f:close()
+      os.remove(out)
+      local text, code = example(("-a %s -- %s"):format(options, command))
+      results[k] = { theirs, rows(text), code, text }
+    end
+    os.execute(("rmdir %s/%s %s/%s"):format(root, a, root, b))
+    for k, r in ipairs(results) do
+      assert.are.equal(0, r[3], r[4])
+      assert.is_true(#r[1] >= 1, cases[k])
+      assert.same(r[1], r[2], cases[k])
+    end
+    assert.are.equal(2, #results[1][1])                -- openat in a, execve in b
+    assert.matches("<not counted>      syscalls:sys_enter_execve " .. b, results[1][1][2], 1, true)
+    assert.matches(" +%d+      syscalls:sys_enter_openat        " .. a, results[2][1][1])
+  end)
+
+  it("refuses a -G that perf refuses, and exits as perf stat when the target does not exist", function()
+    local function perf_code(args)
+      local _, _, code = os.execute("perf stat " .. args .. " >/dev/null 2>&1")
+      return code
+    end
+    local cases = {
+      { "-a -G nosuch_cgroup_here -e task-clock -- true", "must define events before cgroups" },
+      { "-a -e task-clock -G nosuch_cgroup_here -- true", "no access to cgroup "
+        .. require("perf.cgroup").dir("nosuch_cgroup_here") .. "\n" },
+      { "-a -e task-clock -G " .. H.PID .. "_x,y -- true", "more cgroups than events" },
+      { "-p 1073741823 -e task-clock -- true", "Problems finding threads of monitor: no process 1073741823\n" },
+      { "-t 1073741823 -e task-clock -- true", "no thread 1073741823" },
+    }
+    for _, case in ipairs(cases) do
+      local text, code = example(case[1])
+      assert.are.equal(perf_code(case[1]), code, case[1])
+      assert.matches(case[2], text, 1, true)
+    end
+  end)
+
   it("prints JSON lines with -j, as perf stat -j", function()
     local text, code = example("-j -e task-clock,syscalls:sys_enter_openat -- ls /")
     assert.are.equal(0, code)

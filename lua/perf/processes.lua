@@ -9,6 +9,10 @@
 --                     counts in (a v1 hierarchy mounted with perf_event,
 --                     else the cgroup2 one: perf.cgroup), as perf stat -G
 --                     takes it
+--   { cgroup = { G1, false, G3 } }
+--                     event i in cgroup Gi, or everything on the CPUs
+--                     where false or past the list's end (perf stat -G
+--                     G1,,G3 pairs the names with the events so)
 --
 -- (perf_event_open's pid is one thread: a process is the sum of its
 -- threads' counters, as perf stat -p opens one per thread.)
@@ -37,8 +41,15 @@ function M.check(t)
   for k, v in pairs(t) do
     n = n + 1
     if k == "cgroup" then
-      if type(v) ~= "string" or v == "" then
-        error("perf.stat: cgroup must be a cgroup directory, or a name under " .. (cgroup.root() or "/sys/fs/cgroup"), 0)
+      local names = type(v) == "table" and v or { v }
+      local ok = next(names) ~= nil
+      for i, name in pairs(names) do
+        ok = ok and math.type(i) == "integer" and i >= 1 and i <= #names
+          and (name == false or type(name) == "string" and name ~= "")
+      end
+      if not ok then
+        error("perf.stat: cgroup must be a cgroup directory, or a name under " .. (cgroup.root() or "/sys/fs/cgroup")
+          .. ", or a list of them, one per event (false for none)", 0)
       end
     elseif math.type(v) ~= "integer" or v <= 0 then
       error(("perf.stat: %s must be a positive integer, got %s"):format(k, tostring(v)), 0)
@@ -47,25 +58,37 @@ function M.check(t)
   if n > 1 then error("perf.stat: a target is one of pid, tid and cgroup", 0) end
 end
 
---- processes.describe(t) -> what perf stat's header names it
+--- processes.describe(t) -> what perf stat's header names it ("system
+-- wide" for a cgroup: perf names the cgroups on the rows)
 function M.describe(t)
   if t.pid then return ("process id '%d'"):format(t.pid) end
   if t.tid then return ("thread id '%d'"):format(t.tid) end
-  return ("cgroup '%s'"):format(t.cgroup)
+  return "system wide"
 end
 
---- processes.targets(t, online) -> list of perf.open targets, cpus | nil, message, errno
--- For a cgroup, one per CPU of `online` and that list; else one per thread.
-function M.targets(t, online)
-  if t.cgroup then
-    local dir = cgroup.dir(t.cgroup)
-    if not fs.isdir(dir) then
-      return nil, ("no cgroup %s (%s is no directory)"):format(t.cgroup, dir), ENOENT
-    end
-    local list = {}
-    for k, c in ipairs(online) do list[k] = { cgroup = dir, cpu = c } end
-    return list, online
+--- processes.cgroups(t, n) -> the cgroup of each of n events (a name, or
+-- nil for none)
+function M.cgroups(t, n)
+  local list = {}
+  for i = 1, n do
+    if type(t.cgroup) == "string" then list[i] = t.cgroup else list[i] = t.cgroup[i] or nil end
   end
+  return list
+end
+
+--- processes.cgroup_targets(name, cpus) -> one perf.open target per CPU | nil, message, errno
+function M.cgroup_targets(name, cpus)
+  local dir = cgroup.dir(name)
+  if not fs.isdir(dir) then
+    return nil, ("no cgroup %s (%s is no directory)"):format(name, dir), ENOENT
+  end
+  local list = {}
+  for k, c in ipairs(cpus) do list[k] = { cgroup = dir, cpu = c } end
+  return list
+end
+
+--- processes.targets(t) -> list of perf.open targets, one per thread | nil, message, errno
+function M.targets(t)
   if t.tid then
     if not fs.exists(("/proc/%d"):format(t.tid)) then
       return nil, ("no thread %d"):format(t.tid), ESRCH

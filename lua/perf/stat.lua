@@ -50,10 +50,12 @@
 --
 -- perf.stat(target, events, opts) counts a running process instead:
 -- target { pid = P } (its threads, and what they start), { tid = T } or
--- { cgroup = G } (on every CPU), as perf stat -p, -t and -G, for
--- opts.duration seconds or while opts.command (an argv list) runs;
--- results as for a command, without status (perf.processes); counting a
--- cgroup, each event's details name it (events[i].cgroup, as given).
+-- { cgroup = G } (on every CPU, or those of opts.cpus), as perf stat -p,
+-- -t and -G, for opts.duration seconds or while opts.command (an argv
+-- list) runs; results as for a command, without status (perf.processes).
+-- { cgroup = { G1, false, G3 } } counts event i in cgroup Gi, and
+-- everything on the CPUs where false or past the list's end (perf stat
+-- -G G1,,G3); each event's details name its cgroup (events[i].cgroup).
 --
 -- opts.interval (ms) with opts.on_interval(r) calls on_interval while the
 -- command runs, every interval, with the counts of that interval, as perf
@@ -130,7 +132,7 @@ local function check_target(t, opts)
   if cmd ~= nil and type(cmd) ~= "table" then
     error(("perf.stat: command must be a list (argv), got %s"):format(type(cmd)), 0)
   end
-  for _, k in ipairs { "all_cpus", "cpus", "per_thread" } do
+  for _, k in ipairs(t.cgroup and { "per_thread" } or { "all_cpus", "cpus", "per_thread" }) do
     if opts[k] ~= nil and opts[k] ~= false then
       error(("perf.stat: %s does not go with a target table (count a cgroup for every CPU)"):format(k), 0)
     end
@@ -204,16 +206,38 @@ local function check_args(argv, events, opts)
   return events, argv, target
 end
 
+-- The events with their patterns expanded, one unit each, and with
+-- `cgroups` (the cgroup of each event) the cgroup of each unit; or nil,
+-- message, errno.
+local function expand(events, cgroups)
+  if not cgroups then
+    local expanded, msg, errno = glob.specs(events)
+    if not expanded then return nil, msg, errno end
+    return expanded, {}
+  end
+  local expanded, of = {}, {}
+  for i, ev in ipairs(events) do                       -- one at a time, to know whose
+    local one, msg, errno = glob.specs({ ev })
+    if not one then return nil, msg, errno end
+    for _, item in ipairs(one) do
+      expanded[#expanded + 1] = item
+      of[#expanded] = cgroups[i]
+    end
+  end
+  return expanded, of
+end
+
 -- The events as units to open: each one a list from group.attrs. Counting
 -- a task, the leader counts from the exec and all inherit unless
 -- opts.inherit is false; counting CPUs, they are enabled just before the
 -- exec (enable_on_exec is for tasks). Returns the units, or nil, message,
 -- errno.
-local function units_of(events, opts, cpu_wide, attach)
+-- With `cgroups`, each unit is given its event's as list.cgroup.
+local function units_of(events, opts, cpu_wide, attach, cgroups)
   local units = {}
-  local expanded, emsg, eerrno = glob.specs(events)    -- one unit per match
-  if not expanded then return nil, "perf.stat " .. emsg, eerrno end
-  for _, item in ipairs(expanded) do
+  local expanded, of, eerrno = expand(events, cgroups)
+  if not expanded then return nil, "perf.stat " .. of, eerrno end
+  for k, item in ipairs(expanded) do
     local specs = is_group_string(item) and item or { item }
     local list, msg, errno = group.resolve(specs, "perf.stat")
     if not list then return nil, msg, errno end
@@ -230,6 +254,7 @@ local function units_of(events, opts, cpu_wide, attach)
         units[#units + 1] = { e }
       end
     else
+      list.cgroup = of[k]
       units[#units + 1] = list
     end
   end
@@ -451,18 +476,36 @@ local function open_unit(list, targets)
   return gs
 end
 
+-- The targets of each cgroup named in `units` on `cpus`: { [name] =
+-- targets }, or nil, message, errno when one does not exist.
+local function cgroup_targets(units, cpus)
+  local by_name = {}
+  for _, list in ipairs(units) do
+    local name = list.cgroup
+    if name and not by_name[name] then
+      local t, msg, errno = processes.cgroup_targets(name, cpus)
+      if not t then return nil, "perf.stat: " .. msg, errno end
+      by_name[name] = t
+    end
+  end
+  return by_name
+end
+
 local function run(argv, events, opts, target)
   local cpus = cpus_of(opts)
-  local tlist, msg, errno
-  if target then                         -- a process, thread or cgroup
-    tlist, msg, errno = processes.targets(target, require("perf.capabilities").online_cpus())
+  local tlist, cgroups, msg, errno
+  if target and target.cgroup then       -- on every CPU (or those of opts.cpus)
+    cpus = cpus or require("perf.capabilities").online_cpus()
+    cgroups = processes.cgroups(target, #events)
+  elseif target then                     -- a process or thread
+    tlist, msg, errno = processes.targets(target)
     if not tlist then return nil, "perf.stat: " .. msg, errno end
-    cpus = msg                           -- a cgroup's CPUs, or nil
   end
-  local units
-  units, msg, errno = units_of(events, opts, cpus ~= nil, target ~= nil)
+  local units, in_cgroup
+  units, msg, errno = units_of(events, opts, cpus ~= nil, target ~= nil, cgroups)
   if not units then return nil, msg, errno end
-  for _, list in ipairs(units) do list.cgroup = target and target.cgroup end
+  in_cgroup, msg, errno = cgroup_targets(units, cpus)
+  if not in_cgroup then return nil, msg, errno end
   local child
   child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
   if not child then return nil, "perf.stat: " .. msg, errno end
@@ -488,7 +531,7 @@ local function run(argv, events, opts, target)
   end
   for u, list in ipairs(units) do
     local gs
-    gs, msg, errno = open_unit(list, targets)
+    gs, msg, errno = open_unit(list, in_cgroup[list.cgroup] or targets)
     if gs then
       opened[u], counted = gs, counted + 1
     elseif NOT_SUPPORTED[errno] then

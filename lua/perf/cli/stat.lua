@@ -15,9 +15,12 @@
 --   -p, --pid PID          count process PID (all its threads) while COMMAND runs
 --                          (e.g. -- sleep 2), instead of counting COMMAND
 --   -t, --tid TID          count thread TID while COMMAND runs
---   -G, --cgroup NAME      count cgroup NAME (a name or a directory) on every
---                          CPU while COMMAND runs, with or without -a; -A etc.
---                          as with -a; each row names the cgroup
+--   -G, --cgroup NAMES     count the events given before it in these cgroups
+--                          (names or directories, comma-separated: the n-th
+--                          name of all the -G options for the n-th event, as
+--                          perf pairs them; one name: every event before it)
+--                          on every CPU (or -C's) while COMMAND runs, with or
+--                          without -a; -A etc. as with -a
 --   -A, --no-aggr          with -a or -C: the counts of each CPU
 --       --per-core         with -a or -C: the counts of each core ("S0-D0-C1")
 --       --per-die          with -a or -C: the counts of each die ("S0-D0")
@@ -29,12 +32,16 @@
 --   -o, --output FILE      print to FILE instead of standard error
 --
 -- Exits with the command's exit status (128 + the signal's number if a
--- signal ended it; 127 or 126 if it could not run; 129 for a usage error;
--- 255, as perf stat, if the -o file cannot be created).
+-- signal ended it; 127 or 126 if it could not run; 129 for a usage error,
+-- a cgroup that does not exist included; as perf stat, 255 if the -o file
+-- cannot be created or the -t thread does not exist, 234 if the -p
+-- process does not exist).
 local arg = ...
 local perf = require "perf"
 local F = require "perf.stat_format"
 local split = require("perf.stat").split
+
+local ESRCH = 3
 
 local function usage(msg)
   require("perf.cli").usage("stat", msg)
@@ -53,6 +60,7 @@ local AGGREGATE = { ["-A"] = "cpu", ["--per-core"] = "core", ["--per-die"] = "di
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
 local interval, json, aggregate, per_thread, target
 local argv = {}
+local in_order = {}                                  -- -e and -G in order, for -G's pairing
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -70,7 +78,8 @@ while i <= #arg do
     table.move(arg, i + 1, #arg, 1, argv)
     break
   elseif opt == "-e" then
-    for _, e in ipairs(split(value())) do events[#events + 1] = e end
+    in_order[#in_order + 1] = { e = value() }
+    for _, e in ipairs(split(in_order[#in_order].e)) do events[#events + 1] = e end
   elseif opt == "-r" then
     runs = math.tointeger(tonumber(value()))
     if not runs or runs < 1 then usage("-r needs a positive count") end
@@ -87,7 +96,8 @@ while i <= #arg do
     if not id or id < 1 then usage(opt .. " needs a process or thread id") end
     target = { [opt == "-p" and "pid" or "tid"] = id }
   elseif opt == "-G" then
-    target = { cgroup = value() }
+    in_order[#in_order + 1] = { G = value() }
+    target = { cgroup = true }
   elseif opt == "-i" then
     inherit = false
   elseif opt == "-a" then
@@ -112,9 +122,18 @@ end
 if #argv == 0 then
   usage(target and "give a command to count for, such as -- sleep 2" or "no command given")
 end
-if target and target.cgroup then                  -- a cgroup is counted on every CPU (-a)
-  if cpus or per_thread then usage("-G counts a cgroup on every CPU: not with -C or --per-thread") end
-  all_cpus = nil
+if target and target.cgroup then                  -- on every CPU (-a), or those of -C
+  if per_thread then usage("-G counts cgroups on the CPUs: not with --per-thread") end
+  local cgroups
+  events, cgroups = require("perf.cli.stat_cgroups")(in_order)
+  if not events then usage(cgroups) end
+  local dirs = require "perf.cgroup"
+  for _, name in ipairs(cgroups) do
+    if name and not require("perf.fs").isdir(dirs.dir(name)) then
+      usage("no access to cgroup " .. dirs.dir(name))
+    end
+  end
+  target, all_cpus = { cgroup = cgroups }, nil
 elseif target and (all_cpus or cpus or per_thread) then
   usage("-p and -t count a process or thread: not with -a, -C or --per-thread")
 end
@@ -156,9 +175,14 @@ for run = 1, runs do
     aggregate = aggregate, per_thread = per_thread, command = target and argv or nil })
   if not ok then usage(r) end                      -- a malformed event, ...
   if not r then
+    local gone = target and not target.cgroup and errno == ESRCH
+    if gone and target.pid then                     -- perf stat -p's words
+      msg = "perf-lua stat: Problems finding threads of monitor: " .. msg:gsub("^perf%.stat: ", "")
+    end
     io.stderr:write(msg, "\n")
     local cannot_run = msg:find('^perf%.stat: cannot run "') ~= nil
-    os.exit(cannot_run and (errno == require("perf.core").errno.ENOENT and 127 or 126) or 1)
+    os.exit(gone and (target.pid and 234 or 255)
+      or cannot_run and (errno == require("perf.core").errno.ENOENT and 127 or 126) or 1)
   end
   for _, note in ipairs(r.notes or {}) do           -- CSV output is only the rows
     if run == 1 and not sep and not json then io.stderr:write("note: ", note, "\n") end
