@@ -120,6 +120,56 @@ describe("perf.stat of a running process (perf.processes)", function()
     assert.are.equal(5, w1[1])
   end)
 
+  it("gives the counts of each thread with per_thread, and perf-lua stat -p --per-thread prints them as perf does", function()
+    -- w0 opens 5 files, 4 in the thread it starts and answers: 10; w1 and
+    -- w2 5 each; the main thread waits in pause()
+    local pid, tids, command, cleanup = threaded_process(5, 4)
+    local r, msg = perf.stat({ pid = pid }, { "syscalls:sys_enter_openat" }, { command = command, per_thread = true })
+    cleanup()
+    assert(r, msg)
+    assert.are.equal(20, r[1])
+    assert.are.equal("thread", r.per.kind)
+    local counts = {}
+    for _, row in ipairs(r.per) do counts[row.key] = row[1] end
+    assert.same({ ["threads_open-" .. pid] = 0, ["w0-" .. tids.w0] = 10, ["w1-" .. tids.w1] = 5,
+      ["w2-" .. tids.w2] = 5 }, counts)
+    -- the table's rows, beside perf stat's for the same work (w1 and w2 tie:
+    -- perf's order between them is not fixed)
+    local function rows(text)
+      local out = {}
+      for line in text:gmatch("[^\n]*syscalls:sys_enter_openat[^\n]*") do out[#out + 1] = (line:gsub("%s+$", "")) end
+      return out
+    end
+    local function run(tool, options)
+      local p, t, cmd, done = threaded_process(5, 4)
+      local out = os.tmpname()
+      os.execute(("%s stat -o %s -p %d --per-thread %s -e syscalls:sys_enter_openat -- sh -c '%s' >/dev/null 2>&1")
+        :format(tool, out, p, options, cmd[3]))
+      done()
+      local f = assert(io.open(out))
+      local text = f:read("a")
+      f:close()
+      os.remove(out)
+      -- the tids differ from run to run: named by thread
+      text = text:gsub("%-(%d+)", function(tid)
+        for name, id in pairs(t) do if id == math.tointeger(tonumber(tid)) then return "-" .. name end end
+      end)
+      return text
+    end
+    local ours, theirs = rows(run(H.example .. " bin/perf-lua", "")), rows(run("perf", ""))
+    assert.are.equal(4, #ours)
+    assert.matches("^ +w0%-w0 +10      syscalls:sys_enter_openat$", ours[1])
+    assert.matches("^ +threads_open%-main +<not counted>      syscalls:sys_enter_openat$", ours[4])
+    assert.are.equal(theirs[1], ours[1])
+    assert.are.equal(theirs[4], ours[4])
+    table.sort(ours)
+    table.sort(theirs)
+    assert.same(theirs, ours)
+    local csv = run(H.example .. " bin/perf-lua", "-x,")
+    assert.matches("^w0%-w0,10,,syscalls:sys_enter_openat,%d+,100%.00,,\n", csv)
+    assert.matches("\nthreads_open%-main,<not counted>,,syscalls:sys_enter_openat,0,100%.00,,\n$", csv)
+  end)
+
   it("counts one thread, as perf stat -t", function()
     local pid, command, cleanup = waiting_process(3)
     local r, msg = perf.stat({ tid = pid }, "syscalls:sys_enter_openat", { command = command })

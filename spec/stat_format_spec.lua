@@ -123,6 +123,33 @@ describe("perf.stat_format", function()
     assert.are.equal("#           time             counts unit events\n", F.interval_header())
   end)
 
+  -- perf stat -p P --per-thread on 2026-11-24: each event's threads
+  -- together, the largest count first, <not counted> last; rates per
+  -- second of the thread's own clock
+  it("prints a process's threads as perf stat -p --per-thread does", function()
+    local r = result(500000000, { { name = "syscalls:sys_enter_openat", raw = 0 },
+      { name = "task-clock", raw = 0, type = 1, config = 1 } })
+    r.per = { kind = "thread", by_event = true }
+    for k, t in ipairs { { 28938, 0, 0 }, { 28988, 5, 980000 }, { 28989, 25, 500000 }, { 28990, 15, 660000 } } do
+      local row = result(500000000, { { name = "syscalls:sys_enter_openat", raw = t[2], en = t[3], run = t[3] },
+        { name = "task-clock", raw = t[3], en = t[3], run = t[3], type = 1, config = 1 } })
+      row.key, row.comm, row.tid = "python3-" .. t[1], "python3", t[1]
+      r.per[k] = row
+    end
+    assert.are.equal(table.concat({ "",
+      " Performance counter stats for process id '28938':", "",
+      "         python3-28989                    25      syscalls:sys_enter_openat        #   50.000 K/sec",
+      "         python3-28990                    15      syscalls:sys_enter_openat        #   22.727 K/sec",
+      "         python3-28988                     5      syscalls:sys_enter_openat        #    5.102 K/sec",
+      "         python3-28938         <not counted>      syscalls:sys_enter_openat",
+      "         python3-28988                  0.98 msec task-clock                       #    0.002 CPUs utilized",
+      "         python3-28990                  0.66 msec task-clock                       #    0.001 CPUs utilized",
+      "         python3-28989                  0.50 msec task-clock                       #    0.001 CPUs utilized",
+      "         python3-28938         <not counted> msec task-clock", "",
+      "       0.500000000 seconds time elapsed", "", "" }, "\n"),
+      F.text(F.summary { r }, { title = "process id '28938'" }))
+  end)
+
   it("prints means and their variation over several runs", function()
     local runs = {}
     for k, v in ipairs { 10, 20, 30 } do

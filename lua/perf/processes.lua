@@ -87,6 +87,18 @@ function M.cgroup_targets(name, cpus)
   return list
 end
 
+--- processes.thread_places(list) -> a row per thread of targets(t), as perf
+-- stat --per-thread names them: { key = "comm-tid", comm, tid, cpus = { tid } }
+-- (cpus: the targets whose counts the row sums, as for places on CPUs)
+function M.thread_places(list)
+  local places = {}
+  for k, t in ipairs(list) do
+    local comm = fs.read_trimmed(("/proc/%d/comm"):format(t.pid)) or ""
+    places[k] = { key = comm .. "-" .. t.pid, comm = comm, tid = t.pid, cpus = { t.pid } }
+  end
+  return places
+end
+
 --- processes.targets(t) -> list of perf.open targets, one per thread | nil, message, errno
 function M.targets(t)
   if t.tid then

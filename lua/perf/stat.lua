@@ -57,6 +57,12 @@
 -- everything on the CPUs where false or past the list's end (perf stat
 -- -G G1,,G3); each event's details name its cgroup (events[i].cgroup).
 --
+-- With opts.per_thread, a process (or thread) target's counts are also
+-- given per thread: r.per (kind "thread", by_event = true) lists its
+-- threads as they were when counting began, each { key = "comm-tid",
+-- comm, tid, events, [i], [name] }; a task a thread starts is counted in
+-- its row (inherit), as perf stat -p --per-thread counts it.
+--
 -- opts.interval (ms) with opts.on_interval(r) calls on_interval while the
 -- command runs, every interval, with the counts of that interval, as perf
 -- stat -I prints them: r[i], r[name] and r.events as in the results,
@@ -132,7 +138,7 @@ local function check_target(t, opts)
   if cmd ~= nil and type(cmd) ~= "table" then
     error(("perf.stat: command must be a list (argv), got %s"):format(type(cmd)), 0)
   end
-  for _, k in ipairs(t.cgroup and { "per_thread" } or { "all_cpus", "cpus", "per_thread" }) do
+  for _, k in ipairs(t.cgroup and { "per_thread" } or { "all_cpus", "cpus" }) do
     if opts[k] ~= nil and opts[k] ~= false then
       error(("perf.stat: %s does not go with a target table (count a cgroup for every CPU)"):format(k), 0)
     end
@@ -235,6 +241,7 @@ end
 -- With `cgroups`, each unit is given its event's as list.cgroup.
 local function units_of(events, opts, cpu_wide, attach, cgroups)
   local units = {}
+  local per_task = opts.per_thread and not attach      -- a command's tasks, tracked
   local expanded, of, eerrno = expand(events, cgroups)
   if not expanded then return nil, "perf.stat " .. of, eerrno end
   for k, item in ipairs(expanded) do
@@ -248,7 +255,7 @@ local function units_of(events, opts, cpu_wide, attach, cgroups)
     end
     list[1].attr.enable_on_exec = not (cpu_wide or attach) or nil
     list[1].attr.disabled = true
-    if opts.per_thread then              -- each on its own: one count per READ record
+    if per_task then                     -- each on its own: one count per READ record
       for _, e in ipairs(list) do
         e.attr.enable_on_exec, e.attr.disabled = true, true
         units[#units + 1] = { e }
@@ -258,7 +265,7 @@ local function units_of(events, opts, cpu_wide, attach, cgroups)
       units[#units + 1] = list
     end
   end
-  if opts.per_thread then threads.prepare(units) end
+  if per_task then threads.prepare(units) end
   return units
 end
 
@@ -361,13 +368,15 @@ end
 local DETAILS = { "name", "unit", "scale", "type", "config", "group", "supported", "cgroup" }
 
 -- r.per: the counts of every event per place (core, socket, ... as
--- topology.aggregate gathers the CPUs), each summed over its CPUs then
--- scaled; raw[n][c] is event n's { count, enabled, running } on CPU c.
-local function aggregate(r, raw, kind, cpus)
+-- topology.aggregate gathers the CPUs, or a process's threads), each
+-- summed over its CPUs then scaled; raw[n][c] is event n's { count,
+-- enabled, running } on CPU c (or thread c).
+local function aggregate(r, raw, kind, places)
   r.per = { kind = kind }
-  for p, place in ipairs(topology.aggregate(kind, cpus)) do
+  for p, place in ipairs(places) do
     local row = { events = {} }
     for k, v in pairs(place) do row[k] = v end
+    if kind == "thread" then row.cpus = nil end
     for n, total in ipairs(r.events) do
       local e = {}
       for _, k in ipairs(DETAILS) do e[k] = total[k] end
@@ -397,7 +406,7 @@ end
 -- are not scaled: the kernel's times then say how long the task ran on
 -- each CPU, not how long each counter was multiplexed; time_enabled is
 -- then the time the task ran, as time_running.
-local function collect(opened, skipped, units, cpus, prev, kind, unscaled)
+local function collect(opened, skipped, units, cpus, prev, kind, unscaled, places)
   local r, sums, raw = { events = {}, notes = nil }, {}, {}
   local n = 0
   for u, list in ipairs(units) do
@@ -427,7 +436,13 @@ local function collect(opened, skipped, units, cpus, prev, kind, unscaled)
     end
     ::next_unit::
   end
-  if kind then aggregate(r, raw, kind, cpus) end
+  if places then                         -- a process's threads: cpus named them
+    for _, e in ipairs(r.events) do e.cpus = nil end
+    aggregate(r, raw, "thread", places)
+    r.per.by_event = true                -- printed as perf stat -p --per-thread prints them
+  elseif kind then
+    aggregate(r, raw, kind, topology.aggregate(kind, cpus))
+  end
   return r, sums
 end
 
@@ -493,13 +508,14 @@ end
 
 local function run(argv, events, opts, target)
   local cpus = cpus_of(opts)
-  local tlist, cgroups, msg, errno
+  local tlist, cgroups, places, msg, errno
   if target and target.cgroup then       -- on every CPU (or those of opts.cpus)
     cpus = cpus or require("perf.capabilities").online_cpus()
     cgroups = processes.cgroups(target, #events)
   elseif target then                     -- a process or thread
     tlist, msg, errno = processes.targets(target)
     if not tlist then return nil, "perf.stat: " .. msg, errno end
+    if opts.per_thread then places = processes.thread_places(tlist) end  -- named as they start
   end
   local units, in_cgroup
   units, msg, errno = units_of(events, opts, cpus ~= nil, target ~= nil, cgroups)
@@ -525,7 +541,7 @@ local function run(argv, events, opts, target)
   if tlist then targets = tlist end
   -- per thread: the command on each CPU, so that each counter has a ring
   local on_cpus = cpus
-  if opts.per_thread then
+  if opts.per_thread and not target then
     on_cpus, targets = require("perf.capabilities").online_cpus(), {}
     for k, c in ipairs(on_cpus) do targets[k] = { pid = pid, cpu = c } end
   end
@@ -544,7 +560,7 @@ local function run(argv, events, opts, target)
     return fail(skipped[1][1], skipped[1][2])
   end
   local tracker
-  if opts.per_thread then
+  if opts.per_thread and not target then
     tracker, msg, errno = threads.track(opened, #units, pid)
     if not tracker then return fail(msg, errno) end
     local close_opened = fail
@@ -583,7 +599,11 @@ local function run(argv, events, opts, target)
     if not ok then return fail(msg, errno) end
   end
   local r
-  r, msg, errno = collect(opened, skipped, units, on_cpus, nil, opts.aggregate, tracker ~= nil)
+  if places then                         -- the targets are threads
+    on_cpus = {}
+    for k, t in ipairs(tlist) do on_cpus[k] = t.pid end
+  end
+  r, msg, errno = collect(opened, skipped, units, on_cpus, nil, opts.aggregate, tracker ~= nil, places)
   if not r then return fail(msg, errno) end
   if tracker then
     tracker:rows(r, units, pid, argv[1]:match("[^/]*$"):sub(1, 15))

@@ -114,7 +114,7 @@ local function summarize_per(runs)
       l[#l + 1] = row.events
     end
   end
-  local per = { kind = kind }
+  local per = { kind = kind, by_event = runs[1].per.by_event }
   for k, key in ipairs(order) do
     local row = {}
     for f, v in pairs(rows[key]) do
@@ -189,9 +189,30 @@ local function json_prefix(kind, row)
   return ('"%s" : %s, "aggregate-number" : %d, '):format(JSON_NAME[kind], json_string(row.key), row.nr)
 end
 
+-- The rows in the order perf prints them for event i: a process's
+-- threads (per.by_event) the largest count first, as perf stat -p
+-- --per-thread sorts them; else as they are.
+local function ordered(list, i, by_event)
+  if not by_event then return list end
+  local sorted = table.move(list, 1, #list, 1, {})
+  local at = {}
+  for k, row in ipairs(list) do at[row] = k end
+  local function value(row)
+    local e = row.events[i]
+    return e.supported ~= false and e.running ~= 0 and e.value or 0
+  end
+  table.sort(sorted, function(a, b)
+    local va, vb = value(a), value(b)
+    if va ~= vb then return va > vb end
+    return at[a] < at[b]
+  end)
+  return sorted
+end
+
 -- Each printed line: line(e, s, clock, prefix) for every event of every
 -- row, prefix(kind, row) leading the rows of s.per. perf prints a place's
--- events together, but per CPU (-A) each event's CPUs together.
+-- events together, but per CPU (-A) and a process's threads each event's
+-- rows together.
 local function each_line(s, line, prefix)
   local out = {}
   local kind = s.per and s.per.kind
@@ -200,9 +221,9 @@ local function each_line(s, line, prefix)
     local e = row.events[i]
     out[#out + 1] = line(e, s, clock_ns(row, e), kind and prefix(kind, row) or "") .. "\n"
   end
-  if kind == "cpu" then
+  if kind == "cpu" or s.per and s.per.by_event then
     for i = 1, #s.events do
-      for _, row in ipairs(list) do add(row, i) end
+      for _, row in ipairs(ordered(list, i, s.per.by_event)) do add(row, i) end
     end
   else
     for _, row in ipairs(list) do

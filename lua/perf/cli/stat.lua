@@ -25,7 +25,8 @@
 --       --per-core         with -a or -C: the counts of each core ("S0-D0-C1")
 --       --per-die          with -a or -C: the counts of each die ("S0-D0")
 --       --per-socket       with -a or -C: the counts of each socket ("S0")
---       --per-thread       the counts of each thread of the command ("ls-1234")
+--       --per-thread       the counts of each thread of the command ("ls-1234"),
+--                          or with -p of each thread of the process
 --   -I, --interval-print MS
 --                          print the counts of every MS milliseconds while it
 --                          runs, instead of the totals at the end
@@ -134,8 +135,8 @@ if target and target.cgroup then                  -- on every CPU (-a), or those
     end
   end
   target, all_cpus = { cgroup = cgroups }, nil
-elseif target and (all_cpus or cpus or per_thread) then
-  usage("-p and -t count a process or thread: not with -a, -C or --per-thread")
+elseif target and (all_cpus or cpus) then
+  usage("-p and -t count a process or thread: not with -a or -C")
 end
 if json and sep then usage("-j and -x do not go together") end
 if per_thread and (all_cpus or cpus or aggregate or interval) then
