@@ -111,7 +111,7 @@ describe("perf.stat_format", function()
     assert.are.equal(table.concat({
       "     0.150000000              10.00 msec task-clock                       #    0.200 CPUs utilized",
       "     0.150000000              2,000      syscalls:sys_enter_openat        #  200.000 K/sec",
-      "     0.150000000              2,000      instructions                     #  200.000 K/sec                   (50.00%)",
+      "     0.150000000              2,000      instructions                     #  200.000 K/sec                    (50.00%)",
       "     0.150000000      <not counted>      page-faults",
       "" }, "\n"), text)
     assert.are.equal(table.concat({
@@ -161,9 +161,17 @@ describe("perf.stat_format", function()
     assert.matches("for 'true' %(3 runs%):", text)
     assert.matches("\n                20      x%s+%( %+%- 28%.87%% %)\n", text)
     assert.matches("\n                 7      same\n", text)
-    assert.matches("0%.002000000 %+%- 0%.000577350 seconds time elapsed  %( %+%- 28%.87%% %)", text)
+    -- as perf stat -r: "         0.0014559 +- 0.0000894 seconds time elapsed  ( +-  6.14% )"
+    assert.matches("\n\n          0%.002000 %+%- 0%.000577 seconds time elapsed  %( %+%- 28%.87%% %)\n\n$", text)
     local csv = F.csv(s, ";")
     assert.are.equal("20;;x;28.87%;2000000;100.00;;\n7;;same;0.00%;2000000;100.00;;\n", csv)
+    -- after a metric, as perf stat -r 3 printed it on 2026-11-24 (its metric
+    -- column 35 wide: "              1.34 msec task-clock ... ( +-  3.69% )")
+    for k, v in ipairs { 1000000, 2000000, 3000000 } do
+      runs[k] = result(4000000, { { name = "task-clock", raw = v, type = 1, config = 1 } })
+    end
+    assert.matches("\n              2.00 msec task-clock                       #    0.500 CPUs utilized"
+      .. "            ( +- 28.87% )\n", F.text(F.summary(runs), { "true" }), 1, true)
   end)
 
   it("summarises rows per place by key, and per thread by position", function()

@@ -269,7 +269,7 @@ local function text_row(e, s, clock)
   end
   local line = ("%18s %-4s %-32s%s"):format(F.thousands(v, decimals), unit, e.name, cg)
   if metric then
-    line = line .. (" # %8.3f %-22s"):format(metric, munit)
+    line = line .. (" # %8.3f %-23s"):format(metric, munit)
   elseif s.runs > 1 or e.fraction < 1 then
     line = line .. (" "):rep(35)
   end
@@ -281,7 +281,8 @@ end
 --- The human-readable table, as perf stat prints it. `what` is the command
 -- (argv), or for counting on CPUs what perf names it ("system wide",
 -- "CPU(s) 0-1"), or { title = "process id '12'" } for what perf names
--- without quotes; then there are no user and sys lines, as perf prints none.
+-- without quotes; then there are no user and sys lines, as perf prints none
+-- (nor after several runs).
 -- @tparam table s a summary
 -- @param what the command (argv), or what was counted
 -- @treturn string the table
@@ -296,13 +297,15 @@ function F.text(s, what)
     s.runs > 1 and (" (%d runs)"):format(s.runs) or "")
   out[#out + 1] = each_line(s, function(e, _, clock, lead) return lead .. text_row(e, s, clock) end,
     text_prefix)
-  if s.runs > 1 then
-    add("\n%18.9f +- %.9f seconds time elapsed  ( +-%6.2f%% )\n",
-      s.elapsed / 1e9, s.elapsed * s.elapsed_noise / 100 / 1e9, s.elapsed_noise)
+  if s.runs > 1 then                   -- perf's digits: two past the deviation's first
+    local sd = s.elapsed * s.elapsed_noise / 100 / 1e9
+    local digits = sd > 1 and 2 or sd > 0 and math.ceil(-math.log(sd, 10)) + 2 or 9
+    add("\n%18." .. digits .. "f +- %." .. digits .. "f seconds time elapsed  ( +-%6.2f%% )\n",
+      s.elapsed / 1e9, sd, s.elapsed_noise)
   else
     add("\n%18.9f seconds time elapsed\n", s.elapsed / 1e9)
   end
-  if type(what) == "string" or title then
+  if type(what) == "string" or title or s.runs > 1 then   -- perf stat -r prints no user, sys
     add("\n")
   else
     add("\n%18.9f seconds user\n%18.9f seconds sys\n\n", s.user / 1e9, s.sys / 1e9)
