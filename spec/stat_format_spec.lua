@@ -121,6 +121,12 @@ describe("perf.stat_format", function()
       "     0.150000000,<not counted>,,page-faults,0,100.00,,",
       "" }, "\n"), F.interval(r, 100000000, ","))
     assert.are.equal("#           time             counts unit events\n", F.interval_header())
+    -- the last, shorter interval: perf stat -I 200 on 2026-11-24 printed
+    -- "0.301530484  4.35 msec task-clock ... # 0.022 CPUs utilized", of 200 ms
+    r = result(nil, { { name = "task-clock", raw = 4350000, type = 1, config = 1 } })
+    r.time, r.interval = 301530484, 2
+    assert.are.equal("     0.301530484               4.35 msec task-clock                       #    0.022 CPUs utilized\n",
+      F.interval(r, 200247325, nil, 200))
   end)
 
   -- perf stat -p P --per-thread on 2026-11-24: each event's threads

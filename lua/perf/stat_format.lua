@@ -415,15 +415,18 @@ end
 -- prints it: each row led by the time in seconds, as text or, with `sep`,
 -- as CSV, or with sep == "json" as perf stat -j -I writes it (an
 -- "interval" member first). `since` is when the interval began (ns since
--- the exec; 0 for the first), so rates and CPUs utilized are of the
--- interval.
+-- the exec; 0 for the first), so rates are of the interval; CPUs utilized
+-- is of `ms`, the interval asked for, as perf divides by it (the last,
+-- shorter interval too), or else of the interval's own length.
 -- @tparam table r an interval's counts (perf.stat's on_interval)
 -- @int since when the interval began (ns since the exec)
 -- @string[opt] sep a CSV separator, or "json"
+-- @int[opt] ms the interval asked for (perf stat -I's)
 -- @treturn string the rows
 -- @function interval
-function F.interval(r, since, sep)
-  local s = F.summary { setmetatable({ elapsed = r.time - since, user = 0, sys = 0 }, { __index = r }) }
+function F.interval(r, since, sep, ms)
+  local s = F.summary { setmetatable({ elapsed = ms and ms * 1000000 or r.time - since, user = 0, sys = 0 },
+    { __index = r }) }
   local time = ("%16.9f"):format(r.time / 1e9)
   if sep == "json" then
     local lead = ('"interval" : %.9f, '):format(r.time / 1e9)

@@ -162,7 +162,7 @@ local on_interval, since
 if interval then
   if not sep and not json then out:write(F.interval_header(aggregate)) end
   on_interval = function(r)
-    out:write(F.interval(r, since, json and "json" or sep))
+    out:write(F.interval(r, since, json and "json" or sep, interval))
     out:flush()
     since = r.time
   end
