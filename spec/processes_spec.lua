@@ -260,6 +260,45 @@ describe("perf.stat of a running process (perf.processes)", function()
     assert.matches("give a command to count for, such as %-%- sleep 2", text)
   end)
 
+  it("counts several processes or threads, as perf stat -p P1,P2 and -t T1,T2", function()
+    -- two waiting processes, opening 3 and 4 files and answering: 9
+    local function both(tool, option)
+      local p1, c1, done1 = waiting_process(3)
+      local p2, c2, done2 = waiting_process(4)
+      local out = os.tmpname()
+      os.execute(("%s stat -o %s %s %d,%d -e syscalls:sys_enter_openat -- sh -c '%s; %s' >/dev/null 2>&1")
+        :format(tool, out, option, p1, p2, c1[3], c2[3]))
+      done1()
+      done2()
+      local f = assert(io.open(out))
+      local text = f:read("a")
+      f:close()
+      os.remove(out)
+      return text:gsub(p1 .. "," .. p2, "P1,P2"), p1, p2
+    end
+    local function table_of(text)
+      return text:match("\n( Performance counter stats for [^\n]*)\n"),
+        (text:match("\n( +%d+      syscalls:sys_enter_openat) *\n"))
+    end
+    for _, option in ipairs { "-p", "-t" } do
+      local ours = both(H.example .. " bin/perf-lua", option)
+      local theirs = both("perf", option)
+      assert.same({ (option == "-p" and " Performance counter stats for process id 'P1,P2':"
+        or " Performance counter stats for thread id 'P1,P2':"),
+        "                 9      syscalls:sys_enter_openat" }, { table_of(ours) })
+      assert.same({ table_of(theirs) }, { table_of(ours) })
+    end
+    local pid, command, cleanup = waiting_process(3)
+    local idle, _, idle_done = waiting_process(3)      -- blocked in open(2), never woken
+    local r, msg = perf.stat({ pid = { pid, idle } }, "syscalls:sys_enter_openat", { command = command })
+    cleanup()
+    idle_done()
+    assert(r, msg)
+    assert.are.equal(4, r[1])
+    assert.has_error(function() perf.stat({ pid = { 1, 0 } }, "task-clock", { duration = 1 }) end)
+    assert.are.equal("thread id '12,34'", processes.describe { tid = { 12, 34 } })
+  end)
+
   it("returns nil, message, errno for a process that does not exist", function()
     local r, msg, errno = perf.stat({ pid = 0x3fffffff }, "task-clock", { duration = 0.01 })
     assert.is_nil(r)

@@ -2,8 +2,9 @@
 -- thread or cgroup instead of a command, as perf stat -p, -t and -G do.
 --
 --   { pid = P }       every thread of process P (from /proc/P/task), each
---                     counter inheriting to the tasks they start, summed
---   { tid = T }       thread T alone (and the tasks it starts)
+--                     counter inheriting to the tasks they start, summed;
+--                     { pid = { P1, P2 } } those of both (perf stat -p P1,P2)
+--   { tid = T }       thread T alone (and the tasks it starts); or a list
 --   { cgroup = G }    every task of cgroup G on every online CPU; G is a
 --                     directory, or a name under the hierarchy perf_event
 --                     counts in (a v1 hierarchy mounted with perf_event,
@@ -51,8 +52,16 @@ function M.check(t)
         error("perf.stat: cgroup must be a cgroup directory, or a name under " .. (cgroup.root() or "/sys/fs/cgroup")
           .. ", or a list of them, one per event (false for none)", 0)
       end
-    elseif math.type(v) ~= "integer" or v <= 0 then
-      error(("perf.stat: %s must be a positive integer, got %s"):format(k, tostring(v)), 0)
+    else
+      local ids = type(v) == "table" and v or { v }
+      local ok = #ids > 0
+      for i, id in pairs(ids) do
+        ok = ok and math.type(i) == "integer" and math.type(id) == "integer" and id > 0
+      end
+      if not ok then
+        error(("perf.stat: %s must be a positive integer%s, got %s"):format(k,
+          type(v) == "table" and " or a list of them" or "", tostring(v)), 0)
+      end
     end
   end
   if n > 1 then error("perf.stat: a target is one of pid, tid and cgroup", 0) end
@@ -61,8 +70,9 @@ end
 --- processes.describe(t) -> what perf stat's header names it ("system
 -- wide" for a cgroup: perf names the cgroups on the rows)
 function M.describe(t)
-  if t.pid then return ("process id '%d'"):format(t.pid) end
-  if t.tid then return ("thread id '%d'"):format(t.tid) end
+  local function ids(v) return type(v) == "table" and table.concat(v, ",") or tostring(v) end
+  if t.pid then return ("process id '%s'"):format(ids(t.pid)) end
+  if t.tid then return ("thread id '%s'"):format(ids(t.tid)) end
   return "system wide"
 end
 
@@ -99,19 +109,30 @@ function M.thread_places(list)
   return places
 end
 
+-- The threads of process pid, by tid, added to `list`; or nil, message, errno
+local function add_threads(list, pid)
+  local tids = fs.listdir(("/proc/%d/task"):format(pid))
+  if #tids == 0 then return nil, ("no process %d"):format(pid), ESRCH end
+  local own = {}
+  for _, tid in ipairs(tids) do own[#own + 1] = math.tointeger(tonumber(tid)) end
+  table.sort(own)
+  for _, tid in ipairs(own) do list[#list + 1] = { pid = tid } end
+  return list
+end
+
 --- processes.targets(t) -> list of perf.open targets, one per thread | nil, message, errno
+-- (of each process or thread of a list in its order, as perf stat -p 1,2)
 function M.targets(t)
-  if t.tid then
-    if not fs.exists(("/proc/%d"):format(t.tid)) then
-      return nil, ("no thread %d"):format(t.tid), ESRCH
-    end
-    return { { pid = t.tid } }
-  end
-  local tids = fs.listdir(("/proc/%d/task"):format(t.pid))
-  if #tids == 0 then return nil, ("no process %d"):format(t.pid), ESRCH end
   local list = {}
-  for _, tid in ipairs(tids) do list[#list + 1] = { pid = math.tointeger(tonumber(tid)) } end
-  table.sort(list, function(a, b) return a.pid < b.pid end)
+  for _, id in ipairs(type(t.pid or t.tid) == "table" and (t.pid or t.tid) or { t.pid or t.tid }) do
+    if t.tid then
+      if not fs.exists(("/proc/%d"):format(id)) then return nil, ("no thread %d"):format(id), ESRCH end
+      list[#list + 1] = { pid = id }
+    else
+      local ok, msg, errno = add_threads(list, id)
+      if not ok then return nil, msg, errno end
+    end
+  end
   return list
 end
 

@@ -13,8 +13,9 @@
 --   -a, --all-cpus         count everything on every CPU while the command runs
 --   -C, --cpu LIST         count everything on these CPUs ("0-3,5") while it runs
 --   -p, --pid PID          count process PID (all its threads) while COMMAND runs
---                          (e.g. -- sleep 2), instead of counting COMMAND
---   -t, --tid TID          count thread TID while COMMAND runs
+--                          (e.g. -- sleep 2), instead of counting COMMAND;
+--                          several: PID,PID
+--   -t, --tid TID          count thread TID (or TID,TID) while COMMAND runs
 --   -G, --cgroup NAMES     count the events given before it in these cgroups
 --                          (names or directories, comma-separated: the n-th
 --                          name of all the -G options for the n-th event, as
@@ -92,10 +93,13 @@ while i <= #arg do
     aggregate = AGGREGATE[opt]
   elseif opt == "--per-thread" then
     per_thread = true
-  elseif opt == "-p" or opt == "-t" then
-    local id = math.tointeger(tonumber(value()))
-    if not id or id < 1 then usage(opt .. " needs a process or thread id") end
-    target = { [opt == "-p" and "pid" or "tid"] = id }
+  elseif opt == "-p" or opt == "-t" then             -- an id, or a list: 12,34
+    local ids = {}
+    for id in (value() .. ","):gmatch("([^,]*),") do
+      ids[#ids + 1] = math.tointeger(tonumber(id))
+      if not ids[#ids] or ids[#ids] < 1 then usage(opt .. " needs a process or thread id, or a list: 12,34") end
+    end
+    target = { [opt == "-p" and "pid" or "tid"] = #ids == 1 and ids[1] or ids }
   elseif opt == "-G" then
     in_order[#in_order + 1] = { G = value() }
     target = { cgroup = true }
