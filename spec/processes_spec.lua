@@ -209,7 +209,7 @@ describe("perf.stat of a running process (perf.processes)", function()
   end)
 
   it("counts each event in its own cgroup, or everything, when given one per event", function()
-    local root = cgroup2()
+    local root = H.cgroup2()
     if not root then pending("no cgroup2 hierarchy here") return end
     local name = "perf_lua_spec_list_" .. os.time()
     assert(os.execute(("mkdir %s/%s"):format(root, name)))
