@@ -17,7 +17,6 @@
 #include "counter_read.h"
 #include "perf_core.h"
 #include "read_format.h"
-#include "ring.h"
 
 static const pl_name ioc_flag_names[] = {{"group", PERF_IOC_FLAG_GROUP}, {NULL, 0}};
 
@@ -171,6 +170,11 @@ static lua_Integer target_integer(lua_State *L, const char *key, const char *mea
   return v;
 }
 
+/* Set by the ring file: see pl_output_fn in perf_core.h. */
+static pl_output_fn on_output;
+
+void pl_event_on_output(pl_output_fn fn) { on_output = fn; }
+
 /* perf.core.open(attr [, target [, name]]) -> ev | nil, msg, errno */
 static int l_open(lua_State *L) {
   struct pl_attr a;
@@ -216,7 +220,7 @@ static int l_open(lua_State *L) {
   n = pl_event_new(L, &a, (pid_t)pid, (int)cpu, leader, flags, name);
   if (cgfd >= 0) close(cgfd);
   if (n == 1 && leader && (flags & PERF_FLAG_FD_OUTPUT) && !lua_isnil(L, -1)) {
-    int failed = pl_ring_follow(L, -1, leader);
+    int failed = on_output ? on_output(L, -1, leader) : 0;
     if (failed) return failed;
   }
   return n;

@@ -141,6 +141,13 @@ int pl_event_read(const pl_event *ev, uint64_t *value, uint64_t *enabled,
 ** under its own key ("ring", "userpage", "sigslot"). */
 void pl_event_ext(lua_State *L, int evidx);
 
+/* What perf.open does for an event opened with PERF_FLAG_FD_OUTPUT into
+** a leader's ring: fn(L, event index, leader index) returns 0 or the
+** number of values it pushed (nil, msg, errno). The ring file, which
+** owns the rings, sets it when it registers (none: the ioctl alone). */
+typedef int (*pl_output_fn)(lua_State *L, int evidx, int leaderidx);
+void pl_event_on_output(pl_output_fn fn);
+
 /* ---- the process (process.c) ---- */
 /* The process id as of now (core.c keeps it current across fork). */
 pid_t pl_self(void);

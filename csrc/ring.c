@@ -433,7 +433,11 @@ static int rb_attach(lua_State *L) {
                 "cpu is -1) and use the same clock");
 }
 
-int pl_ring_follow(lua_State *L, int evidx, int toidx) {
+/* perf.open's flag fd_output (pl_output_fn): the kernel sends the records
+** of the event at evidx to the ring of the event at toidx. When that ring
+** is mapped, it decodes them by id from now on, as after rb:attach.
+** Returns 0 (nothing pushed), or pushes nil, msg, errno and returns 3. */
+static int ring_follow(lua_State *L, int evidx, int toidx) {
   evidx = lua_absindex(L, evidx);
   int top = lua_gettop(L);
   if (!pl_event_ring(L, toidx)) {
@@ -746,6 +750,7 @@ void pl_open_ring(lua_State *L) {
   }
   lua_pop(L, 1);
   pl_add_methods(L, PL_EVENT_MT, event_methods);
+  pl_event_on_output(ring_follow);
   lua_pushcfunction(L, l_poll);
   lua_setfield(L, -2, "poll");
 }

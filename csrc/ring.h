@@ -84,12 +84,6 @@ void pl_ring_consume(pl_ring *r, const pl_record *rec);
 ** ring the program mapped, or the header-only one pl_ring_map made. */
 pl_ring *pl_event_ring(lua_State *L, int evidx);
 
-/* perf.open's flag fd_output: the kernel sends the records of the event at
-** evidx to the ring of the event at toidx. When that ring is mapped, it
-** decodes them by id from now on, as after rb:attach. Returns 0 (nothing
-** pushed), or pushes nil, msg, errno and returns 3. */
-int pl_ring_follow(lua_State *L, int evidx, int toidx);
-
 /* Maps the event at evidx with `pages` data pages (0: the header page
 ** alone, for self-monitoring) and pushes the new perf.ring, or pushes
 ** nil, msg, errno. Returns the number of values pushed. A header-only
