@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -130,6 +132,21 @@ static int l_listdir(lua_State *L) {
 }
 
 /* perf.core.errno_name(n) -> "ENOENT" */
+/* perf.core.thousands_sep() -> the user's locale's digit-group separator
+** (LC_ALL/LC_NUMERIC/LANG), "" in the C locale, as perf stat prints counts.
+** Read through a locale object: the process's own locale stays as it is
+** (Lua formats numbers in it). */
+static int l_thousands_sep(lua_State *L) {
+  locale_t loc = newlocale(LC_NUMERIC_MASK, "", (locale_t)0);
+  if (loc == (locale_t)0) {
+    lua_pushliteral(L, "");      /* an unknown locale: perf falls back to C */
+    return 1;
+  }
+  lua_pushstring(L, nl_langinfo_l(THOUSEP, loc));
+  freelocale(loc);
+  return 1;
+}
+
 static int l_errno_name(lua_State *L) {
   lua_pushstring(L, pl_errno_name((int)luaL_checkinteger(L, 1)));
   return 1;
@@ -152,6 +169,7 @@ static const luaL_Reg funcs[] = {
   {"symbol", l_symbol}, {"addressof", l_addressof},
   {"enable_all", l_enable_all}, {"disable_all", l_disable_all},
   {"kernel_attr_size", l_kernel_attr_size}, {"errno_name", l_errno_name},
+  {"thousands_sep", l_thousands_sep},
   {"listdir", l_listdir},
   {NULL, NULL}
 };

@@ -10,6 +10,10 @@ local perf_stat = H.perf_stat
 
 describe("perf.stat_format", function()
   local F = require "perf.stat_format"
+  -- the made-up tables below are written with en_US's separator
+  local locale_separator = F.separator
+  setup(function() F.separator = "," end)
+  teardown(function() F.separator = locale_separator end)
 
   -- a result as perf.stat makes it, with made-up values
   local function result(elapsed, events)
@@ -33,6 +37,29 @@ describe("perf.stat_format", function()
     assert.are.equal("-12,345", F.thousands(-12345))
     assert.are.equal("1,234.50", F.thousands(1234.5, 2))
     assert.are.equal("0.58", F.thousands(0.5772, 2))
+    assert.are.equal("1234567", F.thousands(1234567, nil, ""))
+    assert.are.equal("1.234.567", F.thousands(1234567, nil, "."))
+    assert.are.equal("-12%345", F.thousands(-12345, nil, "%"))
+  end)
+
+  it("groups the table's digits with the locale's separator, none in the C locale", function()
+    local probe = [[print(("%q"):format(require("perf.stat_format").separator))]]
+    assert.are.equal('""\n', H.run_lua(probe, "LC_ALL=C"))
+    assert.are.equal('""\n', H.run_lua(probe, "LC_ALL=C.UTF-8"))
+    -- 1234 opens of /dev/null, counted by perf stat and printed by F.text
+    local argv = { "sh", "-c", "i=0; while [ $i -lt 1234 ]; do : </dev/null; i=$((i+1)); done" }
+    local events = { "syscalls:sys_enter_openat" }
+    local r = assert(perf.stat(argv, events, QUIET))
+    local theirs = perf_stat(argv, events)["syscalls:sys_enter_openat"]
+    assert.is_true(theirs >= 1234)
+    local saved = F.separator
+    F.separator = ""
+    local plain = F.text(F.summary { r }, argv)
+    F.separator = ","
+    local grouped = F.text(F.summary { r }, argv)
+    F.separator = saved
+    assert.matches(("\n +%d +syscalls:sys_enter_openat"):format(theirs), plain)
+    assert.matches(("\n +%s +syscalls:sys_enter_openat"):format(F.thousands(theirs)), grouped)
   end)
 
   it("gives rates in perf's units", function()

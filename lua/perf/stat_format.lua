@@ -9,24 +9,36 @@
 --     io.stderr:write(F.json(s))              -- perf stat -j
 --
 -- Clock events (task-clock, cpu-clock) print in msec with "CPUs utilized";
--- other counts print with thousands separators and a rate per second of
+-- other counts print grouped by the locale's separator and a rate per second of
 -- the clock event's time, when one was counted (as perf stat does). A
 -- count that ran part of the time it was enabled (multiplexing) is scaled
 -- and shows the percentage it ran. With several runs each count is their
 -- mean, with the relative standard deviation of the mean, as perf stat -r.
 -- @module perf.stat_format
+local core = require "perf.core"
+
 local F = {}
+
+--- The digit-group separator `F.text` uses: the user's locale's, as perf
+-- stat uses it ("" in the C locale, so 1097 prints as 1097; "," under
+-- en_US.UTF-8, 1,097).
+F.separator = core.thousands_sep()
 
 --- 1234567 -> "1,234,567"; with `decimals`, 1234.5 -> "1,234.50".
 -- @number x the number
 -- @int[opt] decimals digits after the point (default: an integer)
+-- @string[opt] sep the separator of groups of three digits (default ",")
 -- @treturn string
 -- @usage assert(F.thousands(1234567) == "1,234,567")
+-- @usage assert(F.thousands(1234567, nil, "") == "1234567")
 -- @function thousands
-function F.thousands(x, decimals)
+function F.thousands(x, decimals, sep)
   local s = decimals and ("%." .. decimals .. "f"):format(x) or ("%d"):format(math.floor(x + 0.5))
   local sign, int, frac = s:match("^(%-?)(%d+)(.*)$")
-  int = int:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  sep = (sep or ","):gsub("%%", "%%%%")
+  if sep ~= "" then
+    int = int:reverse():gsub("(%d%d%d)", "%1\0"):reverse():gsub("^%z", ""):gsub("%z", sep)
+  end
   return sign .. int .. frac
 end
 
@@ -267,7 +279,7 @@ local function text_row(e, s, clock)
   if e.running == 0 then
     return (("%18s %-4s %-25s%s"):format(NOT_COUNTED, unit, e.name, cg):gsub("%s+$", ""))
   end
-  local line = ("%18s %-4s %-32s%s"):format(F.thousands(v, decimals), unit, e.name, cg)
+  local line = ("%18s %-4s %-32s%s"):format(F.thousands(v, decimals, F.separator), unit, e.name, cg)
   if metric then
     line = line .. (" # %8.3f %-23s"):format(metric, munit)
   elseif s.runs > 1 or e.fraction < 1 then
