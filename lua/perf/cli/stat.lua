@@ -43,7 +43,7 @@ local perf = require "perf"
 local F = require "perf.stat_format"
 local split = require("perf.stat").split
 
-local ESRCH = 3
+local ESRCH = require("perf.core").errno.ESRCH
 
 local function usage(msg)
   require("perf.cli").usage("stat", msg)
