@@ -252,6 +252,16 @@ function M.record(perf, argv, events, opts)
   if opts.all_cpus then
     for _, set in ipairs(sets) do set:disable() end
   end
+  -- signals that came as the command ended are taken before the wait:
+  -- it ignores SIGINT until the child is reaped, which discards a pending one
+  local function take_pending()
+    while true do
+      local what, signo = waiter:wait({}, 0)
+      if what ~= "signal" then return end
+      interrupted = interrupted or signo
+    end
+  end
+  take_pending()
   local res
   res, msg, errno = child:wait()
   if not res then return fail(msg, errno) end
@@ -285,11 +295,7 @@ function M.record(perf, argv, events, opts)
   r.samples, r.lost = samples, lost
   -- a signal that came once the command had ended stops nothing more,
   -- but it is told, and taken before the signals are unblocked
-  while true do
-    local what, signo = waiter:wait({}, 0)
-    if what ~= "signal" then break end
-    interrupted = interrupted or signo
-  end
+  take_pending()
   waiter:close()
   if interrupted then
     r.interrupted, r.interrupted_signo = core.signal_name(interrupted), interrupted
