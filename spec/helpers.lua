@@ -150,6 +150,12 @@ function H.parse_error(s)
   return err
 end
 
+-- Asserts that the caret line of a parse error points at byte `pos` of `s`.
+function H.assert_caret(err, s, pos)
+  local expect = "\n    " .. s .. "\n    " .. (" "):rep(pos - 1) .. "^"
+  assert(err:find(expect, 1, true), ("caret not at %d in:\n%s"):format(pos, err))
+end
+
 -- Asserts that `text` occurs in `err`, literally.
 function H.assert_has(text, err)
   assert(err:find(text, 1, true), ("%q not in:\n%s"):format(text, err))

@@ -6,12 +6,7 @@ local H = require "helpers"
 local parse_error = H.parse_error
 local assert_has = H.assert_has
 
--- The caret line of an error message points at byte `pos` of the string.
-local function assert_caret(err, s, pos)
-  local expect = "\n    " .. s .. "\n    " .. (" "):rep(pos - 1) .. "^"
-  assert.truthy(err:find(expect, 1, true),
-    ("caret not at %d in:\n%s"):format(pos, err))
-end
+local assert_caret = H.assert_caret
 
 describe("errors", function()
   it("quote the string, put a caret under the position and suggest names", function()
