@@ -50,6 +50,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_record_push_init(L);
   pl_open_ring(L);        /* perf.ring: before the files that read rings */
   pl_open_ring_iter(L);
+  pl_open_ring_write(L);
   pl_open_decode(L);
   pl_open_signal(L);
   pl_open_userpage(L);

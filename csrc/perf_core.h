@@ -178,6 +178,7 @@ void pl_open_group(lua_State *L);
 void pl_open_spawn(lua_State *L);
 void pl_open_ring(lua_State *L);        /* ev:mmap, perf.ring, perf.core.poll */
 void pl_open_ring_iter(lua_State *L);   /* the record iterators */
+void pl_open_ring_write(lua_State *L);  /* perf.core.ring_write: a ring into a file */
 void pl_open_decode(lua_State *L);      /* perf.core.decode/stream */
 void pl_open_signal(lua_State *L);      /* ev:notify/overflows */
 void pl_open_userpage(lua_State *L);    /* ev:userpage/userread */

@@ -47,6 +47,7 @@ build = {
         "csrc/record_push.c",
         "csrc/ring.c",
         "csrc/ring_iter.c",
+        "csrc/ring_write.c",
         "csrc/ringbuf.c",
         "csrc/sanitizer_env.c",
         "csrc/show.c",

@@ -9,9 +9,9 @@
 -- perf_file_header, the ids of each attr, the attrs (perf_event_attr plus
 -- the {offset, size} of its ids), the records, then the feature index
 -- and sections. Events opened alike (one per CPU) share one attr, as in a
--- perf record file. The records are the kernel's, copied as the rings hold
--- them; a PERF_RECORD_FINISHED_ROUND follows each drain, so perf sorts
--- what it reads a round at a time.
+-- perf record file. The records are the kernel's, written from the rings'
+-- mappings as they hold them (core.ring_write); a PERF_RECORD_FINISHED_ROUND
+-- follows each drain, so perf sorts what it reads a round at a time.
 local core = require "perf.core"
 
 local M = {}
@@ -133,13 +133,13 @@ function Writer:write(src)
   if type(src) == "table" and src.rings then rings = src.rings
   elseif type(src) ~= "table" then rings = { src } end
   for _, rb in ipairs(rings) do
-    local bytes = rb:raw()
-    if #bytes > 0 then
-      local samples, lost = core.perfdata_scan(bytes)
-      self.samples, self.lost = self.samples + samples, self.lost + lost
-      local ok, msg, errno = put(self, bytes)
-      if not ok then return nil, msg, errno end
+    -- from the mapping to the file, counted on the way (core.ring_write)
+    local bytes, samples, lost = core.ring_write(rb, self.f)
+    if not bytes then
+      return nil, ("perf.data.writer %q: %s"):format(self.path, samples), lost
     end
+    self.samples, self.lost = self.samples + samples, self.lost + lost
+    self.data_size = self.data_size + bytes
   end
   return put(self, FINISHED_ROUND)
 end

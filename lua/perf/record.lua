@@ -197,7 +197,7 @@ function M.record(perf, argv, events, opts)
   local function drain()
     if w then return w:write(all) end
     for _, rb in ipairs(rings) do
-      local s, l = core.perfdata_scan(rb:raw())
+      local _, s, l = core.ring_write(rb, nil)   -- counted and consumed
       samples, lost = samples + s, lost + l
     end
     return true
