@@ -1,4 +1,5 @@
--- perf.uprobe and the ELF symbol reader behind it.
+-- perf.uprobe: probes on the functions of ELF files (the symbol reader,
+-- perf.elf, has its own spec).
 
 local perf = require "perf"
 local elf = require "perf.elf"
@@ -12,130 +13,9 @@ local needs_uprobes = caps.uprobes and it or pending
 
 local sh = H.sh
 
-local have_binutils = sh("command -v nm readelf") ~= ""
-local with_binutils = have_binutils and it or pending
-
 local libc = assert(uprobe.find_binary("libc.so.6"), "libc is mapped into lua")
 
--- The file offset of a dynamic symbol by nm and readelf's program headers.
-local function binutils_offset(path, name)
-  local value
-  for line in sh("nm -D --defined-only " .. path):gmatch("[^\n]+") do
-    local v, n = line:match("^(%x+) %a (%S+)$")
-    if n and (n == name or n:match("^" .. name .. "@")) then value = tonumber(v, 16) end
-  end
-  assert(value, name .. " not found by nm")
-  for line in sh("readelf -lW " .. path):gmatch("[^\n]+") do
-    local off, vaddr, filesz = line:match("^%s*LOAD%s+0x(%x+)%s+0x(%x+)%s+0x%x+%s+0x(%x+)")
-    if off then
-      off, vaddr, filesz = tonumber(off, 16), tonumber(vaddr, 16), tonumber(filesz, 16)
-      if value >= vaddr and value < vaddr + filesz then return value - vaddr + off end
-    end
-  end
-end
-
 local count = H.count
-
-describe("perf.elf", function()
-  it("reads the header of a 64-bit little-endian shared object", function()
-    local e = assert(elf.open(libc))
-    assert.same({ 64, "<", 3 }, { e.bits, e.endian, e.type })   -- ET_DYN
-    assert.is_true(#e.segments > 0)
-  end)
-
-  with_binutils("agrees with nm and readelf on symbol file offsets", function()
-    local e = assert(elf.open(libc))
-    for _, name in ipairs { "getenv", "malloc", "fopen", "qsort" } do
-      local s = assert(e:symbol(name))
-      assert.equal(binutils_offset(libc, name), s.offset, name)
-      assert.equal("func", s.type)
-      assert.equal("global", s.bind)
-    end
-    local lua = assert(uprobe.find_binary("lua5.4"))
-    local l = assert(elf.open(lua))
-    assert.equal(binutils_offset(lua, "lua_pushinteger"), l:symbol("lua_pushinteger").offset)
-  end)
-
-  it("looks up versioned names and reports missing ones", function()
-    local e = assert(elf.open(libc))
-    assert.equal(e:symbol("getenv").offset, e:symbol("getenv@@GLIBC_2.2.5").offset)
-    assert.same({ nil, libc .. " has no symbol 'no_such_symbol'" }, { e:symbol("no_such_symbol") })
-  end)
-
-  it("refuses files that are not ELF", function()
-    local tmp = os.tmpname()
-    local f = io.open(tmp, "w"); f:write("#!/bin/sh\n"); f:close()
-    assert.same({ nil, tmp .. ": not an ELF file", 8 }, { elf.open(tmp) })
-    os.remove(tmp)
-    local _, msg, errno = elf.open("/no/such/file")
-    assert.equal(2, errno)
-    assert.matches("No such file", msg)
-  end)
-end)
-
--- A small ELF file: one loadable segment at vaddr 0x10000 (file offset 0),
--- .dynstr, .dynsym and .shstrtab, for either class and byte order.
-local function synth_elf(bits, endian, syms)
-  local A = bits == 64 and "I8" or "I4"
-  local E = endian
-  local function pack(fmt, ...) return string.pack(E .. fmt, ...) end
-  local dynstr, names = "\0", {}
-  for i, s in ipairs(syms) do names[i] = #dynstr; dynstr = dynstr .. s.name .. "\0" end
-  local shstr = "\0.dynstr\0.dynsym\0.shstrtab\0"
-  local symtab = bits == 64 and pack("I4BBI2I8I8", 0, 0, 0, 0, 0, 0) or pack("I4I4I4BBI2", 0, 0, 0, 0, 0, 0)
-  for i, s in ipairs(syms) do
-    local info = (s.bind or 1) << 4 | (s.type or 2)
-    symtab = symtab .. (bits == 64 and pack("I4BBI2I8I8", names[i], info, 0, 1, s.value, s.size or 16)
-      or pack("I4I4I4BBI2", names[i], s.value, s.size or 16, info, 0, 1))
-  end
-  local ehsize, phsize = bits == 64 and 64 or 52, bits == 64 and 56 or 32
-  local shsize = bits == 64 and 64 or 40
-  local off_dynstr = ehsize + phsize
-  local off_dynsym = off_dynstr + #dynstr
-  local off_shstr = off_dynsym + #symtab
-  local off_sh = off_shstr + #shstr
-  local ident = "\127ELF" .. string.char(bits == 64 and 2 or 1, E == "<" and 1 or 2, 1) .. ("\0"):rep(9)
-  local ehdr = ident .. pack("I2I2I4" .. A .. A .. A .. "I4I2I2I2I2I2I2", 3, 62, 1, 0, ehsize,
-    off_sh, 0, ehsize, phsize, 1, shsize, 4, 3)
-  local phdr = bits == 64 and pack("I4I4I8I8I8I8I8I8", 1, 5, 0, 0x10000, 0x10000, 0x1000, 0x1000, 0x1000)
-    or pack("I4I4I4I4I4I4I4I4", 1, 0, 0x10000, 0x10000, 0x1000, 0x1000, 5, 0x1000)
-  local function shdr(name, type_, off, size, link, info, entsize)
-    return bits == 64 and pack("I4I4I8I8I8I8I4I4I8I8", name, type_, 0, 0, off, size, link, info, 1, entsize)
-      or pack("I4I4I4I4I4I4I4I4I4I4", name, type_, 0, 0, off, size, link, info, 1, entsize)
-  end
-  local shdrs = shdr(0, 0, 0, 0, 0, 0, 0) .. shdr(1, 3, off_dynstr, #dynstr, 0, 0, 0)
-    .. shdr(9, 11, off_dynsym, #symtab, 1, 1, bits == 64 and 24 or 16)
-    .. shdr(17, 3, off_shstr, #shstr, 0, 0, 0)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "wb"))
-  f:write(ehdr, phdr, dynstr, symtab, shstr, shdrs)
-  f:close()
-  return path
-end
-
-describe("perf.elf on synthesized files", function()
-  local syms = {
-    { name = "alpha", value = 0x10100 },
-    { name = "beta", value = 0x10280, type = 10 },            -- an IFUNC
-    { name = "dup", value = 0x10400, type = 1, bind = 0 },    -- a local object
-    { name = "dup", value = 0x10500 },                        -- a global function
-  }
-  for _, c in ipairs { { 64, "<" }, { 32, "<" }, { 64, ">" }, { 32, ">" } } do
-    it(("reads ELF%d %s-endian symbols and file offsets"):format(c[1], c[2] == "<" and "little" or "big"), function()
-      local path = synth_elf(c[1], c[2], syms)
-      local e = assert(elf.open(path))
-      os.remove(path)
-      assert.same({ c[1], c[2], 3, 62 }, { e.bits, e.endian, e.type, e.machine })
-      local a = assert(e:symbol("alpha"))
-      assert.same({ 0x10100, 0x100, "func", "global", 16 }, { a.value, a.offset, a.type, a.bind, a.size })
-      assert.same({ 0x280, "ifunc" }, { e:symbol("beta").offset, e:symbol("beta").type })
-      assert.same({ 0x500, "func" }, { e:symbol("dup").offset, e:symbol("dup").type })
-      assert.equal("alpha", e:symbol_at(0x10104).name)
-      assert.is_nil(e:symbol_at(0x10110))                      -- past alpha's 16 bytes
-      assert.same({ "alpha", "beta", "dup" }, e:names())
-    end)
-  end
-end)
 
 describe("perf.uprobe", function()
   needs_uprobes("counts the calls of a libc function exactly", function()
