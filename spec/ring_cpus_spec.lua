@@ -1,57 +1,7 @@
--- perf.cpus: one event per CPU, merged rings; and argument checks of the
--- ring-side calls.
+-- Merged rings: argument checks of the ring-side calls, and perf-lua
+-- record (perf.cpus has its own spec).
 local perf = require "perf"
-local cpus = require "perf.cpus"
 local H = require "helpers"
-
-local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
-
-describe("perf.cpus", function()
-  it("parses CPU lists and knows the online CPUs", function()
-    assert.same({ 0, 1, 2, 3, 5, 7, 8 }, cpus.parse_list("0-3,5,7-8\n"))
-    assert.has_error(function() cpus.parse_list("0-x") end)
-    local f = assert(io.open("/sys/devices/system/cpu/online"))
-    assert.same(cpus.parse_list(f:read("l")), cpus.online())
-    f:close()
-    assert.equal(cpus, perf.cpus)
-    assert.equal(perf.capabilities().cpus, #cpus.online())
-  end)
-
-  it("opens one event per CPU and merges their samples by time", function()
-    local set = assert(cpus.open { type = "tracepoint", config = OPENAT, sample_period = 1,
-                                   sample_type = { "tid", "time", "cpu", "identifier" } })
-    assert.equal(#cpus.online(), #set)
-    assert.matches("^perf%.cpus %(%d+ CPUs, 0 rings%)", tostring(set))
-    assert.has_error(function() set:records() end, "perf.cpus: no rings yet: call set:mmap() first")
-    assert(set:mmap(4))
-    set:enable()
-    for _ = 1, 40 do io.open("/dev/null"):close() end
-    set:disable()
-    local value = set:read()
-    assert.equal(40, value)
-    assert.equal(40 * 40, set:pending())            -- 40-byte samples
-    local n, last = 0, 0
-    for time, cpu in set:samples("time", "cpu") do
-      n = n + 1
-      assert.is_true(time >= last)
-      assert.is_true(cpu >= 0 and cpu < #set)
-      last = time
-    end
-    assert.equal(40, n)
-    assert.same({ 0, 0, 0 }, { set:lost() })
-    assert.same({ false }, { set:poll(0) })
-    assert.is_true(set:close())
-    assert.is_true(set:close())
-  end)
-
-  it("refuses a single cpu in the target and reports failures per CPU", function()
-    assert.has_error(function() cpus.open({ type = "software", config = 1 }, { cpu = 0 }) end)
-    local set, msg, errno = cpus.open({ type = "software", config = 1 }, { cpus = { 4095 } })
-    assert.is_nil(set)
-    assert.matches("%(on CPU 4095%)$", msg)
-    assert.equal("integer", math.type(errno))
-  end)
-end)
 
 describe("argument checks", function()
   it("perf.core.poll and merge take lists of rings", function()
