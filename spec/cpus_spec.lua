@@ -76,7 +76,12 @@ describe("perf.cpus, one CPU at a time", function()
     assert.same({ 7 }, cpus.parse_list("7"))
     assert.same({ 1, 1, 2 }, cpus.parse_list("1, 1-2\n"))
     assert.same({ 4 }, cpus.parse_list("4-4"))
-    for _, bad in ipairs { "1-", "-1", "a", "1-2-3", "0x1", "1.5" } do
+    assert.has_error(function()
+      perf.record({ "true" }, "syscalls:sys_enter_openat", { cpus = "1-0", stdout = "/dev/null" })
+    end)
+    -- a range going down is refused, as perf's CPU map parser refuses it
+    -- (perf stat -C 1-0: "failed to parse CPUs map"), not taken as no CPU
+    for _, bad in ipairs { "1-", "-1", "a", "1-2-3", "0x1", "1.5", "1-0", "0,3-2" } do
       assert.has_error(function() cpus.parse_list(bad) end, ("perf.cpus: malformed CPU list %q"):format(bad))
     end
   end)

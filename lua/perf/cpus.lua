@@ -24,14 +24,16 @@ local cpus = {}
 --- "0-3,5,7-8" -> { 0, 1, 2, 3, 5, 7, 8 }
 -- @string s a CPU list, as sysfs and perf -C write it
 -- @treturn {integer,...} the CPU numbers
--- @raise on a malformed list
+-- @raise on a malformed list (a range must not go down: "3-1" is refused,
+-- as perf's CPU map parser refuses it)
 -- @usage assert(#perf.cpus.parse_list "0-3,5" == 5)
 function cpus.parse_list(s)
   local list = {}
   for part in s:gmatch("[^,%s]+") do
     local a, b = part:match("^(%d+)%-(%d+)$")
-    if a then
-      for c = math.tointeger(a), math.tointeger(b) do list[#list + 1] = c end
+    a, b = math.tointeger(a), math.tointeger(b)
+    if a and a <= b then
+      for c = a, b do list[#list + 1] = c end
     elseif part:match("^%d+$") then
       list[#list + 1] = math.tointeger(part)
     else
