@@ -20,13 +20,6 @@ describe("argument checks", function()
     assert.has_error(function() perf.core.decode("", { sample_type = { "nope" } }) end)
     assert.has_error(function() perf.core.decode("", 42) end)
   end)
-
-  it("the iterator says what it is", function()
-    local s = perf.core.stream("", { sample_type = { "ip" } })
-    local _, it = s:records()
-    assert.equal("perf.ring.iter records (open)", tostring(it))
-    for _ in s:records() do end
-  end)
 end)
 
 describe("bin/perf-lua record", function()

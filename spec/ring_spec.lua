@@ -1,6 +1,7 @@
 -- The mmap ring buffer against the running kernel: real samples and
--- records, wrapping, lost accounting, poll, set_output demultiplexing, the
--- overwrite ring, refusals, lifecycle. (Overflow signals: signal_spec.lua.)
+-- records, wrapping, lost accounting, poll, set_output demultiplexing,
+-- refusals, lifecycle. (Overflow signals: signal_spec.lua; the record
+-- iterators, the overwrite ring's snapshot and merge: ring_iter_spec.lua.)
 local perf = require "perf"
 local cpus = require "perf.cpus"
 local H = require "helpers"
@@ -197,41 +198,6 @@ describe("samples", function()
     end
     assert.equal(4, n)
     member:close() leader:close()
-  end)
-
-  it("come out as plain values from rb:samples", function()
-    local ev = tp({ "ip", "tid", "time", "cpu", "period" }, { sample_id_all = true, task = true })
-    local rb = assert(ev:mmap(4))
-    ev:enable()
-    opens(20)
-    os.execute("true")                  -- a fork record among the samples
-    ev:disable()
-    local n, last = 0, 0
-    for ip, tid, time, cpu, period in rb:samples("ip", "tid", "time", "cpu", "period") do
-      n = n + 1
-      assert.is_true(ip > 0 and time >= last and cpu >= 0)
-      assert.same({ PID, 1 }, { tid, period })
-      last = time
-    end
-    assert.equal(20, n)
-    assert.equal(0, rb:pending())
-    ev:close()
-  end)
-
-  it("come out in a reused table on the fast path", function()
-    local ev = tp({ "ip", "tid", "time", "cpu", "period" })
-    local rb = assert(ev:mmap(4))
-    ev:enable()
-    opens(20)
-    ev:disable()
-    local t, n = {}, 0
-    for rec in rb:records(t) do
-      n = n + 1
-      assert.equal(t, rec)
-      assert.same({ "sample", PID, 1 }, { rec.type, rec.tid, rec.period })
-    end
-    assert.equal(20, n)
-    ev:close()
   end)
 end)
 
@@ -516,26 +482,6 @@ describe("set_output", function()
   end)
 end)
 
-describe("the overwrite ring (write_backward)", function()
-  it("reads the newest records first, and keeps recording after a snapshot", function()
-    local ev = tp({ "tid", "read" }, { write_backward = true, read_format = {} })
-    local rb = assert(ev:mmap(1))
-    assert.has_error(function() rb:records() end)
-    ev:enable()
-    opens(1000)
-    local values = {}
-    for rec in rb:snapshot() do values[#values + 1] = rec.read.value end
-    assert.is_true(#values > 10 and #values < 1000)
-    for i, v in ipairs(values) do assert.equal(1001 - i, v) end
-    opens(10)
-    ev:disable()
-    local first
-    for rec in rb:snapshot() do first = first or rec.read.value end
-    assert.equal(1010, first)
-    ev:close()
-  end)
-end)
-
 describe("refusals and lifecycle", function()
   it("refuse a closed ring, and close is idempotent", function()
     local ev = tp({ "tid" })
@@ -553,19 +499,6 @@ describe("refusals and lifecycle", function()
       end
     end
     assert.is_true(n >= 10)                          -- records, poll, ..., event
-    ev:close()
-  end)
-
-  it("raise when the ring closes under a running loop, and after a break", function()
-    local ev = tp({ "tid" })
-    local rb = assert(ev:mmap(1))
-    ev:enable() opens(3) ev:disable()
-    local f, _, _, closing = rb:records()
-    assert.truthy(f())
-    rb:close()
-    assert.has_error(f, "attempt to use a closed perf ring")
-    do local _ <close> = closing end
-    assert.has_error(f, "attempt to use a closed ring iterator")
     ev:close()
   end)
 
@@ -634,24 +567,5 @@ describe("refusals and lifecycle", function()
     end
     assert.equal("perf.ring (closed)", tostring(keep))
     ev:close()
-  end)
-end)
-
-describe("perf.core.merge", function()
-  it("interleaves rings by time", function()
-    local core = perf.core
-    local lay = { sample_type = { "time" } }
-    local function s(t) return string.pack("<I4I2I2i8", 9, 0, 16, t) end
-    local a = core.stream(s(1) .. s(4) .. s(5) .. s(9), lay)
-    local b = core.stream(s(2) .. s(3) .. s(6) .. s(7) .. s(8), lay)
-    local times = {}
-    for rec in core.merge({ a, b }) do times[#times + 1] = rec.time end
-    assert.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, times)
-    assert.same({ nil, "hangup" }, { core.poll({ a, b }, 0) })
-    a = core.stream(s(1) .. s(4), lay)
-    b = core.stream(s(2) .. s(3), lay)
-    times = {}
-    for t in core.merge({ a, b }, "time") do times[#times + 1] = t end
-    assert.same({ 1, 2, 3, 4 }, times)
   end)
 end)
