@@ -1,9 +1,8 @@
 -- perf.core.spawn: the child process perf.stat counts, on its own: a child
 -- held before its exec, waits with and without a timeout, its clock, and
--- closing it in each state; a parent that ignores SIGCHLD, and a file
--- whose interpreter is missing.
+-- closing it in each state; a parent that ignores SIGCHLD. (The advice
+-- when a file cannot run: exec_hint_spec.lua.)
 local core = require "perf.core"
-local perf = require "perf"
 local H = require "helpers"
 
 describe("perf.core.spawn", function()
@@ -107,44 +106,5 @@ describe("perf.core.spawn", function()
     assert.matches("ignored before\ttrue\n", out, 1, true)
     assert.matches("counts\t3\t0\tnil\n", out, 1, true)        -- the 3 cats, as perf stat counts
     assert.matches("ignored after\ttrue\n", out, 1, true)
-  end)
-
-  it("names the interpreter a file needs when that is what does not exist", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir " .. dir))
-    local function script(name, text)
-      local f = assert(io.open(dir .. "/" .. name, "w"))
-      f:write(text)
-      f:close()
-      assert(os.execute(("chmod 755 %s/%s"):format(dir, name)))
-      return dir .. "/" .. name
-    end
-    local bad = script("bad", "#!  /nonexistent/interp -x\necho hi\n")
-    local dos = script("dos", "#!/bin/sh\r\necho hi\r\n")
-    -- an ELF whose loader (PT_INTERP) is renamed to one that does not exist
-    local elf = io.open("/bin/true", "rb"):read("a")
-    local n
-    elf, n = elf:gsub("(/lib[%w_/%-]*/ld%-[%w_%.%-]+)%z", function(p) return p:sub(1, -2) .. "Q\0" end, 1)
-    assert.are.equal(1, n)
-    local noloader = script("noloader", elf)
-    local r, msg, errno = perf.stat({ bad }, "task-clock")
-    assert.is_nil(r)
-    assert.are.equal(2, errno)
-    assert.are.equal(('perf.stat: cannot run "%s": No such file or directory (ENOENT); bad interpreter: '
-      .. '%s names /nonexistent/interp on its #! line, which does not exist'):format(bad, bad), msg)
-    msg = select(2, perf.stat({ dos }, "task-clock"))
-    assert.matches("#! line ends with a carriage return (DOS line endings)", msg, 1, true)
-    msg = select(2, perf.stat({ noloader }, "task-clock"))
-    assert.matches(noloader .. " exists, but its ELF interpreter (the dynamic loader it names) does not", msg, 1, true)
-    -- found in PATH: the file found is named
-    local out = H.run_lua([[print(select(2, require("perf").stat({ "bad" }, "task-clock")))]],
-      "PATH=" .. dir .. ":$PATH")
-    assert.matches(('cannot run "bad": No such file or directory (ENOENT); bad interpreter: %s names'):format(bad),
-      out, 1, true)
-    -- as before where nothing exists
-    msg = select(2, perf.stat({ dir .. "/none" }, "task-clock"))
-    assert.matches("ENOENT); no such file", msg, 1, true)
-    os.execute("rm -rf " .. dir)
   end)
 end)
