@@ -120,33 +120,6 @@ describe("perf.stat", function()
     assert.is_nil(r.notes)
   end)
 
-  it("counts perf stat's tool events from the command's times, where they are given", function()
-    local r = assert(perf.stat({ "ls", "/" }, { "syscalls:sys_enter_openat", "duration_time",
-      "user_time", "system_time:u", "task-clock" }, QUIET))
-    local names = {}
-    for i, e in ipairs(r.events) do names[i] = e.name end
-    assert.same({ "syscalls:sys_enter_openat", "duration_time", "user_time", "system_time:u",
-      "task-clock" }, names)
-    assert.same({ r.elapsed, r.user, r.sys }, { r[2], r[3], r[4] })
-    assert.same({ r.elapsed, r.user, r.sys }, { r.duration_time, r.user_time, r["system_time:u"] })
-    assert.are.equal("ns", r.events[2].unit)
-    assert.is_true(r.elapsed >= r["task-clock"])
-    local theirs = perf_stat({ "ls", "/" }, { "syscalls:sys_enter_openat", "duration_time" })
-    assert.are.equal(theirs["syscalls:sys_enter_openat"], r[1])
-    assert.is_true(theirs.duration_time > 0)        -- perf stat takes the same list
-    -- alone, they still run the command
-    local alone = assert(perf.stat({ "true" }, "duration_time", QUIET))
-    assert.same({ alone.elapsed }, { alone[1], alone[2] })
-    assert.are.equal(1, #alone.events)
-    assert.is_nil(alone.dummy)
-    assert.are.equal(alone.elapsed, alone.duration_time)
-    assert.has_error(function() perf.open "duration_time" end)
-    assert.has_error(function()
-      perf.stat({ "true" }, { "duration_time" }, { interval = 10, on_interval = print })
-    end, "perf.stat: duration_time, user_time and system_time are counted for the whole "
-      .. "command; they do not go with interval")
-  end)
-
   it("reports the exit status", function()
     assert.are.equal(3, perf.stat({ "sh", "-c", "exit 3" }, { "task-clock" }).status)
     assert.are.equal(1, perf.stat({ "false" }, { "task-clock" }).status)
