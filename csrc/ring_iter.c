@@ -337,6 +337,9 @@ static int rb_snapshot(lua_State *L) {
 static int l_merge(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   int fields = lua_type(L, 2) == LUA_TSTRING;
+  /* without fields, slot 2 holds the table to reuse or nil: the private
+  ** copy of the list pushed below must never land there */
+  if (!fields) lua_settop(L, 2);
   size_t n = (size_t)lua_rawlen(L, 1);
   if (n > 4096) return luaL_argerror(L, 1, "at most 4096 rings");
   for (size_t i = 1; i <= n; i++) {

@@ -278,6 +278,36 @@ describe("rb:records", function()
 end)
 
 describe("perf.core.merge, more", function()
+  local lay = { sample_type = { "time", "ip" } }
+  -- sample fields come in the order of the sample_type bits: ip, then time
+  local function s(t, ip) return record(core.PERF_RECORD_SAMPLE, 0, string.pack("<I8I8", ip, t)) end
+
+  it("fills a reused table as records() does, and keeps ties in ring order", function()
+    local function rings()
+      return { core.stream(s(1, 0xa1) .. s(5, 0xa5) .. s(5, 0xa6), lay), core.stream(s(2, 0xb2) .. s(5, 0xb5), lay) }
+    end
+    local fresh = {}
+    for rec in core.merge(rings()) do fresh[#fresh + 1] = rec end
+    -- without a table, each record is a table of its own, holding no ring
+    assert.are_not.equal(fresh[1], fresh[2])
+    assert.is_nil(fresh[1][1])
+    local t, got = {}, {}
+    for rec in core.merge(rings(), t) do
+      assert.equal(t, rec)
+      got[#got + 1] = copy(rec)
+    end
+    assert.same(fresh, got)
+    local ips = {}
+    for _, rec in ipairs(got) do ips[#ips + 1] = rec.ip end
+    -- times 1, 2, then the three at 5; each ring's own order is kept
+    assert.equal(0xa1, ips[1])
+    assert.equal(0xb2, ips[2])
+    local pos = {}
+    for i, ip in ipairs(ips) do pos[ip] = i end
+    assert.is_true(pos[0xa5] < pos[0xa6])
+    assert.equal(5, #ips)
+  end)
+
   it("merges kernel rings of two events in time order, counting each", function()
     local a <close> = tp({ "time", "tid" })
     local b <close> = tp({ "time", "tid" })
