@@ -8,6 +8,8 @@
 ** made once, named in the registry ("perf.attr", "perf.record", ...), so a
 ** C file sets one with a registry lookup and Lua with perf.core.show.
 */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,9 +126,10 @@ static void put_attr_names(acc *a, const char *key, int idx) {
     put(a, p->name);
     left &= ~p->value;
   }
-  if (n && bits && left) {
-    lua_pushfstring(L, "|0x%I", (lua_Integer)left);
-    piece(a);
+  if (n && bits && left) {       /* lua_pushfstring has no hex: %I is decimal */
+    char hex[24];
+    snprintf(hex, sizeof hex, "|0x%" PRIx64, left);
+    put(a, hex);
   }
   if (n) put(a, ")");
 }

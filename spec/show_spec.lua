@@ -64,9 +64,9 @@ describe("perf.core.show", function()
   it("names an attr's type and bits after their integers, from the kernel's constants", function()
     local st = core.PERF_SAMPLE_IP | core.PERF_SAMPLE_TID | core.PERF_SAMPLE_TIME
     local s = show({ type = core.PERF_TYPE_SOFTWARE, sample_type = st,
-      read_format = core.PERF_FORMAT_ID, config = 2 }, "perf.attr")
-    assert.equal(("perf.attr { config = 2, read_format = %d (id), sample_type = %d (ip|tid|time), "
-      .. "type = %d (software) }"):format(core.PERF_FORMAT_ID, st, core.PERF_TYPE_SOFTWARE), s)
+      read_format = core.PERF_FORMAT_ID | (1 << 40), config = 2 }, "perf.attr")
+    assert.equal(("perf.attr { config = 2, read_format = %d (id|0x%x), sample_type = %d (ip|tid|time), "
+      .. "type = %d (software) }"):format(core.PERF_FORMAT_ID | (1 << 40), 1 << 40, st, core.PERF_TYPE_SOFTWARE), s)
     -- other tables name nothing; a type no name has stays a number
     assert.equal("T { type = 1 }", show({ type = 1 }))
     assert.equal("perf.attr { type = 99 }", show({ type = 99 }, "perf.attr"))
