@@ -136,25 +136,6 @@ int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
   return 1;
 }
 
-/* A breakpoint's name as perf spells it: "mem:0x1000/8:w". */
-static void push_bp_name(lua_State *L, const struct pl_attr *a) {
-  const pl_name *t = pl_bp_type_names;
-  char buf[64];
-  while (t->name && t->value != a->bp_type) t++;
-  snprintf(buf, sizeof buf, "mem:0x%" PRIx64 "/%" PRIu64 ":%s", a->config1,
-           a->config2, t->name ? t->name : "?");
-  lua_pushstring(L, buf);
-}
-
-/* A name for an attr opened without one: "software:1", "tracepoint:372". */
-static const char *default_name(lua_State *L, const struct pl_attr *a) {
-  const pl_name *t;
-  for (t = pl_type_names; t->name; t++)
-    if (t->value == a->type)
-      return lua_pushfstring(L, "%s:%I", t->name, (lua_Integer)a->config);
-  return lua_pushfstring(L, "type %d:%I", (int)a->type, (lua_Integer)a->config);
-}
-
 static const char *const target_keys[] = {"pid", "cpu", "group", "cgroup", "flags"};
 
 /* The integer on top of the stack, target field `key`; raises naming it. */
@@ -216,7 +197,10 @@ static int l_open(lua_State *L) {
       return luaL_error(L, "target field 'cpu': out of range");
   }
   name = luaL_optstring(L, 3, NULL);
-  if (!name) name = default_name(L, &a);
+  if (!name) {
+    pl_push_event_name(L, &a);
+    name = lua_tostring(L, -1);
+  }
   n = pl_event_new(L, &a, (pid_t)pid, (int)cpu, leader, flags, name);
   if (cgfd >= 0) close(cgfd);
   if (n == 1 && leader && (flags & PERF_FLAG_FD_OUTPUT) && !lua_isnil(L, -1)) {
@@ -523,7 +507,7 @@ static int l_modify_attributes(lua_State *L) {
   }
   if (bp && (a.config1 != ev->attr.config1 || a.config2 != ev->attr.config2 ||
              a.bp_type != ev->attr.bp_type)) {
-    push_bp_name(L, &a);
+    pl_push_event_name(L, &a);
     lua_setiuservalue(L, 1, 1);
   }
   ev->attr = a;

@@ -1,6 +1,7 @@
 /*
-** event_names.c: the generic events by the names perf gives them, and the
-** names ev:modify_attributes takes for `type` and `config`.
+** event_names.c: the generic events by the names perf gives them, the
+** names ev:modify_attributes takes for `type` and `config`, and the name
+** an event opened without one gets.
 **
 ** The tables here are the one home of those names: perf.core exports them
 ** (perf.core.types, hardware_events, software_events) and perf.events
@@ -169,6 +170,54 @@ void pl_resolve_names(lua_State *L, int idx, uint64_t current_type) {
   lua_pop(L, 1);
 }
 
+/* The canonical name of `config` in `list`, or NULL. */
+static const char *generic_name(const generic *list, size_t n, uint64_t config) {
+  for (size_t i = 0; i < n; i++)
+    if (list[i].config == config) return list[i].names[0];
+  return NULL;
+}
+
+/* perf's spelling, as `perf stat` prints an event given by numbers. The
+** names only the front can find (cache events, tracepoints by id, PMUs
+** from sysfs) are added by perf.naming, which falls back on this. */
+void pl_push_event_name(lua_State *L, const struct pl_attr *a) {
+  const char *name = NULL;
+  const pl_name *t;
+  char buf[80];
+  switch (a->type) {
+  case PERF_TYPE_HARDWARE: name = generic_name(hardware, COUNT(hardware), a->config); break;
+  case PERF_TYPE_SOFTWARE: name = generic_name(software, COUNT(software), a->config); break;
+  case PERF_TYPE_RAW:
+    snprintf(buf, sizeof buf, "r%" PRIx64, a->config);
+    name = buf;
+    break;
+  case PERF_TYPE_BREAKPOINT:      /* config1 is bp_addr, config2 bp_len */
+    for (t = pl_bp_type_names; t->name && t->value != a->bp_type; t++) {}
+    snprintf(buf, sizeof buf, "mem:0x%" PRIx64 "/%" PRIu64 ":%s", a->config1,
+             a->config2, t->name ? t->name : "?");
+    name = buf;
+    break;
+  }
+  if (name) {
+    lua_pushstring(L, name);
+    return;
+  }
+  for (t = pl_type_names; t->name && t->value != a->type; t++) {}
+  if (t->name)
+    snprintf(buf, sizeof buf, "%s/config=0x%" PRIx64 "/", t->name, a->config);
+  else
+    snprintf(buf, sizeof buf, "type %" PRIu32 "/config=0x%" PRIx64 "/", a->type, a->config);
+  lua_pushstring(L, buf);
+}
+
+static int l_event_name(lua_State *L) {
+  struct pl_attr a;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  pl_attr_from_table(L, 1, &a);
+  pl_push_event_name(L, &a);
+  return 1;
+}
+
 static void push_generic(lua_State *L, const generic *list, size_t n) {
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
@@ -199,4 +248,6 @@ void pl_open_event_names(lua_State *L) {
   lua_setfield(L, -2, "hardware_events");
   push_generic(L, software, COUNT(software));
   lua_setfield(L, -2, "software_events");
+  lua_pushcfunction(L, l_event_name);
+  lua_setfield(L, -2, "event_name");
 }

@@ -98,6 +98,9 @@ int pl_tracepoint_id(const char *name, uint64_t *id);
 ** by name turned into numbers (config against `type`, or else against
 ** `current_type`); raises on an unknown name. */
 void pl_resolve_names(lua_State *L, int idx, uint64_t current_type);
+/* Pushes the name perf prints for *a where the core knows it: "task-clock",
+** "mem:0x1000/8:w", "r1a2"; otherwise "software/config=0x63/". */
+void pl_push_event_name(lua_State *L, const struct pl_attr *a);
 
 /* ---- printing plain tables (show.c) ---- */
 /* Pushes the metatable `name` that prints a plain table readably. */

@@ -87,6 +87,7 @@ build = {
     ["perf.list"] = "lua/perf/list.lua",
     ["perf.measure"] = "lua/perf/measure.lua",
     ["perf.modifiers"] = "lua/perf/modifiers.lua",
+    ["perf.naming"] = "lua/perf/naming.lua",
     ["perf.nearest"] = "lua/perf/nearest.lua",
     ["perf.options"] = "lua/perf/options.lua",
     ["perf.parse"] = "lua/perf/parse.lua",

@@ -337,6 +337,6 @@ describe("the same methods with or without the front", function()
     -- and through perf, the same answers
     local ev <close> = openat()
     local msg = shape(ev:set_filter("flagz == 0 && mode > 1"))
-    assert.are.equal(lines[1]:gsub('"tracepoint:%d+"', ""), (msg:gsub('"[^"]*"', "")))
+    assert.are.equal(lines[1]:gsub('"tracepoint/config=0x%x+/"', ""), (msg:gsub('"[^"]*"', "")))
   end)
 end)

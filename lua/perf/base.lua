@@ -29,35 +29,6 @@ local function is_event(v)
 end
 M.is_event = is_event
 
--- The name perf would print for an attr given without one: "task-clock",
--- "L1-dcache-load-misses", "mem:0x7ffd1000/8:rw"; otherwise "type:config".
-local function derived_name(attr)
-  local events = require "perf.events"
-  local t, config = attr.type, attr.config
-  if type(t) == "string" then t = events.types[t] or t end
-  if math.type(config) == "integer" then
-    local name = t == 0 and events.hardware_names[config]
-      or t == 1 and events.software_names[config]
-      or t == 3 and events.cache.name_of(config)
-      or t == 2 and require("perf.tracepoint").name_of(config)
-    if name then return name end
-  end
-  if t == 5 and math.type(attr.bp_addr) == "integer" then
-    local bp = attr.bp_type
-    if math.type(bp) == "integer" then
-      bp = ({ [1] = "r", [2] = "w", [3] = "rw", [4] = "x" })[bp]
-    end
-    return ("mem:0x%x/%d:%s"):format(attr.bp_addr, attr.bp_len or 0, bp or "?")
-  end
-  local pmus = require "perf.pmu"
-  local pmu = math.type(t) == "integer" and pmus.by_type(t)
-    or type(t) == "string" and pmus.find(t)
-  if pmu and math.type(config) == "integer" then
-    return ("%s/config=0x%x/"):format(pmu.name, config)
-  end
-  return nil                       -- perf.core names it "type:config"
-end
-M.derived_name = derived_name
 
 -- An event spec to the attr table `perf.open` passes to the core, with
 -- the defaults applied (`disabled = true`, the default `read_format`).
@@ -87,7 +58,7 @@ function M.attr(spec)
   local name = extra.name
   if not name and kind == "string" then name = spec end
   if not name and kind == "table" and type(spec[1]) == "string" then name = spec[1] end
-  return attr, name or derived_name(attr), extra
+  return attr, name or require("perf.naming").name_of(attr), extra
 end
 
 -- target.group may be an event or anything whose [1] is its leader event.

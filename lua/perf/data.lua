@@ -160,9 +160,9 @@ M.decode_feature = decode_feature
 
 -- ---- names ----
 
--- An attr's name as perf.open would derive it, else "type:config".
+-- An attr's name as perf.open gives it, else "type:config".
 local function attr_name(attr)
-  return require("perf.base").derived_name(attr)
+  return require("perf.naming").name_of(attr)
     or ("%s:%s"):format(tostring(attr.type), tostring(attr.config))
 end
 

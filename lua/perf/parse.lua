@@ -26,6 +26,7 @@ local nearest = require "perf.nearest"
 local syntax = require "perf.syntax"
 local terms = require "perf.terms"
 local modifiers = require "perf.modifiers"
+local naming = require "perf.naming"
 
 local fail, unavailable, misuse, guarded = syntax.fail, syntax.unavailable,
   syntax.misuse, syntax.guarded
@@ -402,27 +403,6 @@ function M.parse(str, level)
   return require("perf.core").show(r, r.group and "perf.attrs" or "perf.attr")
 end
 
--- The display name of an attr that came without one.
-function M.name_of(a)
-  local t, c = a.type, a.config or 0
-  if t == 0 then return events.hardware_names[c] or ("hardware/config=0x%x/"):format(c) end
-  if t == 1 then return events.software_names[c] or ("software/config=0x%x/"):format(c) end
-  if t == 2 then return tracepoint.name_of(c) or ("tracepoint/config=0x%x/"):format(c) end
-  if t == 3 then return events.cache.name_of(c) or ("hw_cache/config=0x%x/"):format(c) end
-  if t == 4 then return ("r%x"):format(c) end
-  if t == 5 then
-    local addr = a.bp_addr or a.config1 or 0
-    local bt = a.bp_type
-    if math.type(bt) == "integer" then
-      bt = (bt & 1 ~= 0 and "r" or "") .. (bt & 2 ~= 0 and "w" or "") .. (bt & 4 ~= 0 and "x" or "")
-    end
-    return ("mem:0x%x/%d:%s"):format(addr, a.bp_len or a.config2 or 0, bt or "rw")
-  end
-  local p = math.type(t) == "integer" and pmus.by_type(t)
-  if p then return ("%s/config=0x%x/"):format(p.name, c) end
-  return ("type %s/config=0x%x/"):format(tostring(t), c)
-end
-
 local generic_types = events.types
 
 local function resolve_type(t)
@@ -540,7 +520,7 @@ function M.spec(spec, level)
     elseif a.config == nil then
       a.config = 0
     end
-    if a.name == nil then a.name = M.name_of(a) end
+    if a.name == nil then a.name = naming.name_of(a) end
     return a
   end)
   return r, msg, errno

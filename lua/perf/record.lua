@@ -91,7 +91,7 @@ local function spec_of(perf, e, opts, first)
   if first then
     spec.mmap, spec.mmap2, spec.comm, spec.comm_exec, spec.task = true, true, true, true, true
   end
-  return spec, type(e) == "string" and e or perf.name_of and perf.name_of(attr) or "event"
+  return spec, type(e) == "string" and e or require("perf.naming").name_of(attr) or "event"
 end
 
 -- The ring size perf record takes by default: perf_event_mlock_kb (the
