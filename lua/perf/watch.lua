@@ -38,27 +38,23 @@ local function x86()
   return is_x86
 end
 
--- Raises on a key of opts that is neither perf.watch's own, a target field
--- nor an attr field, suggesting the nearest of them all.
-local function check_keys(opts)
-  local known
-  for k in pairs(opts) do
-    if not OWN_KEYS[k] and not options.TARGET_KEYS[k] and not base.NOT_ATTR[k] then
-      if not known then
-        known = {}
-        for _, f in ipairs(require("perf.core").attr_fields()) do known[f] = true end
-      end
-      if not known[k] then
-        local names = {}
-        for n in pairs(OWN_KEYS) do names[#names + 1] = n end
-        for n in pairs(options.TARGET_KEYS) do names[#names + 1] = n end
-        for n in pairs(known) do names[#names + 1] = n end
-        table.sort(names)
-        error(("perf.watch: unknown option '%s'%s"):format(tostring(k),
-          type(k) == "string" and require("perf.nearest").hint(k, names) or ""), 4)
-      end
+-- Every key perf.watch takes: its own, the target fields, the attr fields
+-- and the event table's others (name, scale, unit).
+local known_keys
+local function keys()
+  if not known_keys then
+    known_keys = require("perf.core").attr_fields()
+    for _, set in ipairs { OWN_KEYS, options.TARGET_KEYS, base.NOT_ATTR } do
+      for k in pairs(set) do known_keys[#known_keys + 1] = k end
     end
+    table.sort(known_keys)
   end
+  return known_keys
+end
+
+-- Raises on a key of opts perf.watch does not take, suggesting the nearest.
+local function check_keys(opts)
+  require("perf.nearest").check_keys(opts, keys(), "perf.watch: unknown option", 4)
 end
 
 -- Builds the attr and target of a watchpoint. Raises on misuse; returns
