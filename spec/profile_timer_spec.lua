@@ -45,13 +45,13 @@ describe("the timer", function()
     assert.equal(n, p:stop().samples)
   end)
 
-  local so, dir = H.build_fixture("deny_perf")
+  local so, dir = H.build_fixture("seccomp_errno")
   local function child(errno, body)
     return H.run_lua(([[
-local deny = package.loadlib(%q, "luaopen_deny_perf")()
+local seccomp = package.loadlib(%q, "luaopen_seccomp_errno")()
 local perf = require "perf"
 local fx = dofile "spec/fixtures/profiled.lua"
-deny.deny(%d)
+seccomp.deny_perf(%d)
 %s]]):format(so, errno, body))
   end
 

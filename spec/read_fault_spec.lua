@@ -1,10 +1,10 @@
 -- Failed counter reads: the kernel's error state (a read giving 0 bytes)
 -- and an I/O error, brought about by a seccomp filter
--- (spec/fixtures/read_fault.c) in a child interpreter. Each read method
+-- (spec/fixtures/seccomp_errno.c) in a child interpreter. Each read method
 -- returns nil, message, errno, and nothing raises or crashes.
 local H = require "helpers"
 
-local _, dir = H.build_fixture("read_fault")
+local _, dir = H.build_fixture("seccomp_errno")
 
 -- Every read method on a single event, a member, a group of 3 (read by
 -- generated code) and one of 70 (filled from C), one line each, with reads
@@ -13,7 +13,7 @@ local _, dir = H.build_fixture("read_fault")
 local function reads(errno)
   return H.run_lua(([[
 local perf = require "perf"
-local fault = package.loadlib(%q, "luaopen_read_fault")()
+local fault = package.loadlib(%q, "luaopen_seccomp_errno")()
 local function show(what, ...) print(what, select("#", ...), ...) end
 local specs = {}
 for i = 1, 70 do specs[i] = { type = "software", config = perf.core.PERF_COUNT_SW_DUMMY, name = "m" .. i } end
@@ -31,7 +31,7 @@ show("big:scaled", big:scaled({}))
 print("tostring", tostring(g))
 print("done")
 os.exit(0, false)
-]]):format(dir .. "/read_fault.so", errno, errno))
+]]):format(dir .. "/seccomp_errno.so", errno, errno))
 end
 
 local function last_line(out)
