@@ -243,7 +243,7 @@ function M.tracing_data(attrs)
   local systems, order = {}, {}
   for _, a in ipairs(attrs) do
     local t, config = string.unpack("<I4", a.bytes), string.unpack("<I8", a.bytes, 9)
-    if t == 2 then
+    if t == core.PERF_TYPE_TRACEPOINT then
       local name = require("perf.tracepoint").name_of(config)
       local sys, ev = (name or ""):match("^([^:]+):(.+)$")
       if sys and sys ~= "ftrace" then

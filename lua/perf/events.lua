@@ -67,6 +67,13 @@ M.hardware = index(M.hardware_list)
 M.software = index(M.software_list)
 
 -- alias -> canonical name, for both tables
+-- Whether attr (integer type and config) is one of the time events,
+-- cpu-clock or task-clock: counted in ns, sampled by frequency.
+function M.is_clock(attr)
+  return attr.type == core.PERF_TYPE_SOFTWARE
+    and (attr.config == core.PERF_COUNT_SW_CPU_CLOCK or attr.config == core.PERF_COUNT_SW_TASK_CLOCK)
+end
+
 M.aliases = {}
 for _, list in ipairs { M.hardware_list, M.software_list } do
   for _, e in ipairs(list) do

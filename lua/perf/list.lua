@@ -118,7 +118,7 @@ end
 
 local function generic_entries(out)
   for kind, list in pairs { hardware = events.hardware_list, software = events.software_list } do
-    local type_ = kind == "hardware" and 0 or 1
+    local type_ = events.types[kind]
     for _, e in ipairs(list) do
       out[#out + 1] = new { name = e[1], kind = kind, aliases = e.aliases,
         description = events.descriptions[e[1]], probe = { type = type_, config = e[2] },

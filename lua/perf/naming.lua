@@ -17,8 +17,6 @@ local tracepoint = require "perf.tracepoint"
 
 local M = {}
 
-local PERF_TYPE_MAX = 6   -- types from here on are PMUs registered at boot
-
 local function integer_or_0(v)
   return math.type(v) == "integer" and v or 0
 end
@@ -35,10 +33,10 @@ function M.name_of(attr)
     t = events.types[t] or pmu and pmu.type or t
   end
   if math.type(t) ~= "integer" then return nil end
-  local name = t == 3 and events.cache.name_of(config)
-    or t == 2 and tracepoint.name_of(config)
+  local name = t == core.PERF_TYPE_HW_CACHE and events.cache.name_of(config)
+    or t == core.PERF_TYPE_TRACEPOINT and tracepoint.name_of(config)
   if name then return name end
-  local pmu = t >= PERF_TYPE_MAX and pmus.by_type(t)
+  local pmu = t >= core.PERF_TYPE_MAX and pmus.by_type(t)   -- PMUs found at boot
   if pmu then return ("%s/config=0x%x/"):format(pmu.name, config) end
   local ok, core_name = pcall(core.event_name, {
     type = t, config = config,

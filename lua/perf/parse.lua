@@ -404,6 +404,7 @@ function M.parse(str, level)
 end
 
 local generic_types = events.types
+local T = events.types            -- PERF_TYPE_* by name
 
 local function resolve_type(t)
   if math.type(t) == "integer" then return t end
@@ -432,26 +433,26 @@ local function resolve_config(a, name, p)
   end
   if p then
     return as_event(p.name .. "/" .. name .. "/")
-  elseif t == 0 or t == 1 then
-    local tbl = t == 0 and events.hardware or events.software
+  elseif t == T.hardware or t == T.software then
+    local tbl = t == T.hardware and events.hardware or events.software
     local v = tbl[name:lower()]
     if not v then
       local cands = {}
       for k in pairs(tbl) do cands[#cands + 1] = k end
       table.sort(cands)
-      misuse(("no %s event '%s'%s"):format(t == 0 and "hardware" or "software", name,
+      misuse(("no %s event '%s'%s"):format(t == T.hardware and "hardware" or "software", name,
         nearest.hint(name, cands)))
     end
     return { config = v }
-  elseif t == 2 then
+  elseif t == T.tracepoint then
     local r = as_event(name)
-    if r.type ~= 2 then misuse(("'%s' is not a tracepoint (write \"subsystem:event\")"):format(name)) end
+    if r.type ~= T.tracepoint then misuse(("'%s' is not a tracepoint (write \"subsystem:event\")"):format(name)) end
     return { config = r.config }
-  elseif t == 3 then
+  elseif t == T.hw_cache then
     local v, err = events.cache.decode(name)
     if not v then misuse(("bad cache event '%s': %s"):format(name, err)) end
     return { config = v }
-  elseif t == 4 then
+  elseif t == T.raw then
     local v = raw_config(name) or tonumber64(name)
     if not v then misuse(("raw config '%s' must be rNNN or a number"):format(name)) end
     return { config = v }

@@ -46,10 +46,12 @@ end
 -- Time and hardware events are sampled by frequency; tracepoints,
 -- breakpoints, probes and the other software events at every hit.
 local function by_frequency(attr)
-  local t, c = attr.type, attr.config
-  if t == 1 then return c == 0 or c == 1 end          -- cpu-clock, task-clock
-  if t == 0 or t == 3 or t == 4 then return true end  -- hardware, cache, raw
-  if math.type(t) == "integer" and t > 5 then
+  local t = attr.type
+  if t == core.PERF_TYPE_SOFTWARE then return require("perf.events").is_clock(attr) end
+  if t == core.PERF_TYPE_HARDWARE or t == core.PERF_TYPE_HW_CACHE or t == core.PERF_TYPE_RAW then
+    return true
+  end
+  if math.type(t) == "integer" and t >= core.PERF_TYPE_MAX then
     local pmu = require("perf.pmu").by_type(t)
     return not (pmu and (pmu.name == "uprobe" or pmu.name == "kprobe"))
   end

@@ -79,7 +79,7 @@ end
 -- task-clock, refused by permission or by a seccomp profile.
 local REFUSED = { [core.errno.EPERM] = true, [core.errno.EACCES] = true, [core.errno.ENOSYS] = true }
 function M.timer_replaces(attr, errno, opts)
-  return attr.type == 1 and (attr.config == 0 or attr.config == 1) and REFUSED[errno]
+  return require("perf.events").is_clock(attr) and REFUSED[errno]
     and not opts.native and true or false
 end
 

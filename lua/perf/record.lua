@@ -72,7 +72,7 @@ local function spec_of(perf, e, opts, first)
   local sample_type = {}
   for _, s in ipairs(BASE_SAMPLE_TYPE) do sample_type[#sample_type + 1] = s end
   if opts.callchain then sample_type[#sample_type + 1] = "callchain" end
-  if attr.type == 2 or attr.type == "tracepoint" then   -- the fields, as perf record
+  if attr.type == core.PERF_TYPE_TRACEPOINT or attr.type == "tracepoint" then  -- the fields, as perf record
     sample_type[#sample_type + 1] = "raw"
   end
   for _, s in ipairs(opts.sample_type or {}) do sample_type[#sample_type + 1] = s end

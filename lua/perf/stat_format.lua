@@ -59,9 +59,7 @@ end
 local NOT_SUPPORTED = "<not supported>"
 local NOT_COUNTED = "<not counted>"
 
-local function is_clock(e)
-  return e.type == 1 and (e.config == 0 or e.config == 1)
-end
+local is_clock = require("perf.events").is_clock
 
 --- mean and relative standard deviation of the mean, in percent (0 for one
 -- value or a zero mean)
