@@ -62,8 +62,20 @@ describe("perf-lua", function()
     local out, err, code = perf_lua("stat --frobnicate true")
     assert.equal("", out)
     assert.equal(129, code)
-    assert.matches("^perf%-lua stat: unknown option %-%-frobnicate\n\n usage: perf%-lua stat %[%-e EVENTS%]", err)
+    assert.matches("^perf%-lua stat: unknown option '%-%-frobnicate'\n\n usage: perf%-lua stat %[%-e EVENTS%]", err)
     assert.matches("\nSee 'perf%-lua stat %-%-help'%.\n$", err)
+    -- a long option gets the nearest of the command's, a letter none
+    for _, c in ipairs {
+      { "stat --per-thrad true", "stat: unknown option '--per-thrad' (did you mean '--per-thread'?)\n" },
+      { "record --outptu x true", "record: unknown option '--outptu' (did you mean '--output'?)\n" },
+      { "profile --timr x.lua", "profile: unknown option '--timr' (did you mean '--timer'?)\n" },
+      { "top --dealy 1", "top: unknown option '--dealy' (did you mean '--delay'?)\n" },
+      { "top -X", "top: unknown option '-X'\n" },
+    } do
+      local _, e, rc = perf_lua(c[1])
+      assert.equal(129, rc)
+      assert.equal("perf-lua " .. c[2], e:match("^[^\n]*\n"))
+    end
     err, code = select(2, perf_lua("stat -r 0 true"))
     assert.equal(129, code)
     assert.matches("^perf%-lua stat: %-r needs a positive count\n", err)

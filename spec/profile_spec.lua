@@ -427,7 +427,7 @@ describe("perf-lua profile", function()
   it("explains its usage and an event it cannot open", function()
     assert.matches("^perf%-lua profile: no script given\n\n usage: perf%-lua profile %[%-e EVENT%]", run(""))
     assert.matches("exit 129\n$", run("-F 10 -c 10 examples/wordfreq.lua"))
-    assert.matches("unknown option %-x", run("-x examples/wordfreq.lua"))
+    assert.matches("unknown option '%-x'", run("-x examples/wordfreq.lua"))
     if not caps.pmu then
       local out = run("-e cycles examples/wordfreq.lua")
       H.assert_has("no hardware PMU", out)

@@ -69,6 +69,31 @@ function cli.usage(name, msg)
   os.exit(129)
 end
 
+-- The options a command's --help text names: "-e", "--call-graph", ...
+function cli.options(name)
+  local seen, list = {}, {}
+  for opt in (" " .. cli.help(name)):gmatch("[^%w%-](%-%-?%a[%w%-]*)") do
+    if not seen[opt] then seen[opt], list[#list + 1] = true, opt end
+  end
+  table.sort(list)
+  return list
+end
+
+-- A usage error for an option the command does not take; a long one
+-- gets the nearest long options its help names (a letter has no near
+-- miss worth naming: every other letter is one edit away).
+function cli.unknown_option(name, opt)
+  local hint = ""
+  if opt:match("^%-%-.") then
+    local long = {}
+    for _, o in ipairs(cli.options(name)) do
+      if o:match("^%-%-") then long[#long + 1] = o end
+    end
+    hint = require("perf.core").did_you_mean(opt, long)
+  end
+  cli.usage(name, ("unknown option '%s'%s"):format(opt, hint))
+end
+
 -- An option's value for a command's argument loop: args[i + 1], or a
 -- usage error when it is missing; returns the value and its index.
 function cli.value(name, args, i)

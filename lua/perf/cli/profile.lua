@@ -47,7 +47,7 @@ while i <= #arg do
   elseif a == "--diff" then base = value()
   elseif a == "-o" then out = value()
   elseif a == "-h" or a == "--help" then usage()
-  elseif a:sub(1, 1) == "-" and a ~= "-" then usage("unknown option " .. a)
+  elseif a:sub(1, 1) == "-" and a ~= "-" then require("perf.cli").unknown_option("profile", a)
   else break end
   i = i + 1
 end

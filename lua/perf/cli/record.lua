@@ -53,7 +53,7 @@ do
     elseif a == "-e" then opts.event = value()
     elseif a == "-n" then opts.top = count()
     elseif a == "-a" then opts.all = true
-    elseif a:sub(1, 1) == "-" then usage(("unknown option '%s'"):format(arg[i]))
+    elseif a:sub(1, 1) == "-" then require("perf.cli").unknown_option("record", arg[i])
     else
       table.move(arg, i, #arg, 1, cmd)
       break

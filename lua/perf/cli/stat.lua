@@ -117,7 +117,7 @@ while i <= #arg do
   elseif opt == "-h" or opt == "--help" then
     usage()
   elseif opt:sub(1, 1) == "-" then
-    usage("unknown option " .. a)
+    require("perf.cli").unknown_option("stat", a)
   else
     table.move(arg, i, #arg, 1, argv)
     break

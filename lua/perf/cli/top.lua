@@ -53,7 +53,7 @@ do
     elseif opt == "-E" then
       opts.entries = math.tointeger(tonumber(value()))
       if not opts.entries or opts.entries < 1 then usage("-E needs a positive count") end
-    else usage("unknown option " .. a) end
+    else cli.unknown_option("top", a) end
     i = i + 1
   end
 end
