@@ -480,6 +480,41 @@ static int l_attr_fields(lua_State *L) {
   return 1;
 }
 
+/* The field named by argument 1, or raises as an attr table's unknown key. */
+static const field *check_field(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  const field *f = find_field(name);
+  if (!f) unknown_field(L, name);
+  return f;
+}
+
+/* perf.core.attr_names(field) -> the names field takes, in the kernel's
+** order, each also a key to its value: { "ip", "tid", ..., ip = 1, ... } */
+static int l_attr_names(lua_State *L) {
+  const field *f = check_field(L);
+  const pl_name *t;
+  lua_Integer i = 0;
+  if (!f->names) return luaL_error(L, "attr field '%s' takes no names", f->name);
+  lua_newtable(L);
+  for (t = f->names; t->name; t++) {
+    lua_pushstring(L, t->name);
+    lua_rawseti(L, -2, ++i);
+    lua_pushinteger(L, (lua_Integer)t->value);
+    lua_setfield(L, -2, t->name);
+  }
+  return 1;
+}
+
+/* perf.core.attr_value(field, v) -> the integer field holds for v (a name,
+** a list of names, an integer), raising as open does on a bad value. */
+static int l_attr_value(lua_State *L) {
+  const field *f = check_field(L);
+  luaL_checkany(L, 2);
+  lua_settop(L, 2);
+  lua_pushinteger(L, (lua_Integer)field_value(L, f));
+  return 1;
+}
+
 /* perf.core.attr(t) -> t as perf.core.open would set it, read back */
 static int l_attr(lua_State *L) {
   struct pl_attr a;
@@ -500,6 +535,7 @@ static int l_attr_bytes(lua_State *L) {
 
 static const luaL_Reg funcs[] = {
   {"attr", l_attr}, {"attr_bytes", l_attr_bytes}, {"attr_fields", l_attr_fields},
+  {"attr_names", l_attr_names}, {"attr_value", l_attr_value},
   {NULL, NULL}
 };
 

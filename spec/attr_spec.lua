@@ -116,6 +116,38 @@ describe("attr conversion", function()
       core.attr { branch_sample_type = { "counters", "user" } }.branch_sample_type)
   end)
 
+  it("lists the names of a field in the kernel's order, each a key to its value", function()
+    local st = core.attr_names("sample_type")
+    assert.is_true(#st >= 25)
+    for i, name in ipairs(st) do          -- PERF_SAMPLE_* are bits 0, 1, 2, ...
+      assert.equal(1 << (i - 1), st[name], name)
+      local const = core["PERF_SAMPLE_" .. name:upper()]
+      if const then assert.equal(const, st[name], name) end
+    end
+    local rf = core.attr_names("read_format")
+    assert.same({ "total_time_enabled", "total_time_running", "id", "group", "lost" },
+      { table.unpack(rf) })
+    assert.equal(core.PERF_FORMAT_GROUP, rf.group)
+    assert.equal(core.PERF_TYPE_BREAKPOINT, core.attr_names("type").breakpoint)
+    assert.has_error(function() core.attr_names("config") end, "attr field 'config' takes no names")
+    assert.has_error(function() core.attr_names("sampel_type") end,
+      "unknown attr field 'sampel_type' (did you mean 'sample_type'?)")
+  end)
+
+  it("converts one field's value as open does", function()
+    for _, c in ipairs {
+      { "read_format", { "id", "group" } }, { "read_format", "lost" }, { "read_format", 7 },
+      { "sample_type", { "ip", "tid", "callchain" } }, { "bp_type", "rw" }, { "bp_type", "x" },
+      { "clockid", "monotonic_raw" }, { "branch_sample_type", { "any_call", "user" } },
+      { "type", "tracepoint" }, { "type", "msr" }, { "sample_period", 4000 },
+    } do
+      assert.equal(core.attr({ [c[1]] = c[2] })[c[1]], core.attr_value(c[1], c[2]))
+    end
+    assert.has_error(function() core.attr_value("read_format", { "grup" }) end,
+      "attr field 'read_format': unknown name 'grup' (did you mean 'group'?)")
+    assert.has_error(function() core.attr_value("bp_len", "eight") end)
+  end)
+
   it("takes type, bp_type and clockid by name", function()
     assert.are.equal(1, core.attr { type = "software" }.type)
     assert.are.equal(3, core.attr { type = "hw_cache" }.type)

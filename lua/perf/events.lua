@@ -239,15 +239,10 @@ setmetatable(cache, { __index = function(_, name)
 end })
 
 ---------------------------------------------------------------------------
--- Bit names the parser derives attr fields with (the kernel's names,
--- lower-cased, in bit order).
+-- The sample_type bit names the parser derives attr fields with (the
+-- kernel's names, lower-cased, in bit order; the core holds them).
 
-M.sample_type_bits = {
-  "ip", "tid", "time", "addr", "read", "callchain", "id", "cpu", "period",
-  "stream_id", "raw", "branch_stack", "regs_user", "stack_user", "weight",
-  "data_src", "identifier", "transaction", "regs_intr", "phys_addr", "aux",
-  "cgroup", "data_page_size", "code_page_size", "weight_struct",
-}
+M.sample_type_bits = core.attr_names("sample_type")
 
 -- perf's branch filter spellings (branch_type= term, -j option) to the
 -- kernel's branch_sample_type names.

@@ -23,18 +23,12 @@ local M = {}
 
 local EINVAL, EACCES = core.errno.EINVAL, core.errno.EACCES
 
-local FORMAT = { total_time_enabled = 1, total_time_running = 2, id = 4, group = 8, lost = 16 }
+local FORMAT = core.attr_names("read_format")   -- name -> PERF_FORMAT_* bit
 
 -- read_format as given (list of names, one name, integer or nil) to bits.
 local function format_bits(rf)
   if rf == nil then return 0 end
-  if math.type(rf) == "integer" then return rf end
-  if type(rf) == "string" then rf = { rf } end
-  local bits = 0
-  for _, name in ipairs(rf) do
-    bits = bits | (FORMAT[name] or error(("unknown read_format name '%s'"):format(name), 0))
-  end
-  return bits
+  return core.attr_value("read_format", rf)
 end
 
 local lost_supported
