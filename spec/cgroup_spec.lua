@@ -28,8 +28,14 @@ describe("perf.cgroup", function()
   it("takes a name under that hierarchy and a directory as it is, as perf stat -G", function()
     assert.are.equal("/sys/fs/cgroup/unified/web", cgroup.dir("web", mounts("hybrid")))
     assert.are.equal("/sys/fs/cgroup/perf_event/a/b", cgroup.dir("a/b", mounts("v1_perf_event")))
-    assert.are.equal("/sys/fs/cgroup/x", cgroup.dir("/sys/fs/cgroup/x", mounts("hybrid")))
     assert.are.equal("/sys/fs/cgroup/web", cgroup.dir("web", mounts("none")))
+    -- a path in a cgroup hierarchy is a directory; any other, perf's name
+    assert.are.equal("/sys/fs/cgroup/unified/x", cgroup.dir("/sys/fs/cgroup/unified/x", mounts("hybrid")))
+    assert.are.equal("/sys/fs/cgroup/memory/x", cgroup.dir("/sys/fs/cgroup/memory/x", mounts("hybrid")))
+    assert.are.equal("/sys/fs/cgroup/unified", cgroup.dir("/", mounts("hybrid")))
+    assert.are.equal("/sys/fs/cgroup/unified/web", cgroup.dir("/web/", mounts("hybrid")))
+    assert.are.equal("/sys/fs/cgroup/unified/sys/fs/cgroupx",
+      cgroup.dir("/sys/fs/cgroupx", mounts("hybrid")))
   end)
 
   it("finds this machine's hierarchy", function()
@@ -55,8 +61,20 @@ describe("cgroup advice", function()
     assert.are.equal(9, errno)
     assert.matches("not in a hierarchy with the perf_event controller: .*; here that is "
       .. root:gsub("%p", "%%%0") .. "$", msg)
+    -- perf.stat reads a path outside every cgroup hierarchy as perf stat
+    -- -G does, as a name under the root; a v1 hierarchy without perf_event
+    -- (where one is mounted) is outside the perf_event one
     msg = select(2, perf.stat({ cgroup = "/tmp" }, "task-clock", { duration = 0.01 }))
-    assert.matches("; here that is " .. root, msg, 1, true)
+    assert.are.equal(("perf.stat: no cgroup /tmp (%s/tmp is no directory)"):format(root), msg)
+    local other
+    for line in require("perf.fs").read("/proc/self/mounts"):gmatch("[^\n]+") do
+      local dir, opts = line:match("^%S+ (%S+) cgroup (%S+)")
+      if dir and not other and not ("," .. opts .. ","):find(",perf_event,", 1, true) then other = dir end
+    end
+    if other then
+      msg = select(2, perf.stat({ cgroup = other }, "task-clock", { duration = 0.01 }))
+      assert.matches("; here that is " .. root, msg, 1, true)
+    end
   end)
 
   it("names the directory a missing cgroup would have", function()

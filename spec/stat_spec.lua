@@ -602,6 +602,7 @@ describe("perf-lua stat", function()
       { "-a -e task-clock -G nosuch_cgroup_here -- true", "no access to cgroup "
         .. require("perf.cgroup").dir("nosuch_cgroup_here") .. "\n" },
       { "-a -e task-clock -G " .. H.PID .. "_x,y -- true", "more cgroups than events" },
+      { "-a -e task-clock -G / -- true", " msec task-clock                       / #" },
       { "-p 1073741823 -e task-clock -- true", "Problems finding threads of monitor: no process 1073741823\n" },
       { "-t 1073741823 -e task-clock -- true", "no thread 1073741823" },
     }

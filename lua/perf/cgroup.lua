@@ -36,12 +36,29 @@ function M.root(mounts)
   return nil, "no cgroup hierarchy with perf_event is mounted (mount -t cgroup2 none /sys/fs/cgroup)"
 end
 
+-- Whether path is a cgroup mount or below one.
+local function in_cgroupfs(path, mounts)
+  for line in mounts:gmatch("[^\n]+") do
+    local dir, kind = line:match("^%S+ (%S+) (%S+)")
+    if kind == "cgroup" or kind == "cgroup2" then
+      dir = unescape(dir)
+      if path == dir or path:sub(1, #dir + 1) == dir .. "/" then return true end
+    end
+  end
+  return false
+end
+
 --- cgroup.dir(g [, mounts]) -> the directory a cgroup name stands for
--- An absolute path is taken as it is; a name is under cgroup.root (perf
--- stat -G's reading), or /sys/fs/cgroup when nothing is mounted.
+-- A path in a mounted cgroup hierarchy is taken as it is; anything else
+-- is a name under cgroup.root, as perf stat -G reads it ("web", "/web",
+-- and "/" for the root cgroup), or under /sys/fs/cgroup when nothing is
+-- mounted.
 function M.dir(g, mounts)
-  if g:sub(1, 1) == "/" then return g end
-  return (M.root(mounts) or "/sys/fs/cgroup") .. "/" .. g
+  mounts = mounts or fs.read("/proc/self/mounts") or ""
+  if g:sub(1, 1) == "/" and in_cgroupfs(g, mounts) then return g end
+  local root = M.root(mounts) or "/sys/fs/cgroup"
+  local name = g:gsub("^/+", ""):gsub("/+$", "")
+  return name == "" and root or root .. "/" .. name
 end
 
 --- cgroup.advise(msg, errno, path [, mounts]) -> msg, with where the
