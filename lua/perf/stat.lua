@@ -212,26 +212,25 @@ local function check_args(argv, events, opts)
   return events, argv, target
 end
 
--- The events with their patterns expanded, one unit each, and with
--- `cgroups` (the cgroup of each event) the cgroup of each unit; or nil,
--- message, errno.
+-- The events with their patterns expanded, one unit each, the index of
+-- the event each unit comes from, and with `cgroups` (the cgroup of each
+-- event) the cgroup of each unit; or nil, message, errno.
 local function expand(events, cgroups)
-  if not cgroups then
-    local expanded, msg, errno = glob.specs(events)
-    if not expanded then return nil, msg, errno end
-    return expanded, {}
-  end
-  local expanded, of = {}, {}
+  local expanded, from, of = {}, {}, {}
   for i, ev in ipairs(events) do                       -- one at a time, to know whose
     local one, msg, errno = glob.specs({ ev })
     if not one then return nil, msg, errno end
     for _, item in ipairs(one) do
       expanded[#expanded + 1] = item
-      of[#expanded] = cgroups[i]
+      from[#expanded], of[#expanded] = i, cgroups and cgroups[i]
     end
   end
-  return expanded, of
+  return expanded, from, of
 end
+
+-- The index of the given event each result entry comes from (a group or
+-- a pattern gives several entries), for the tool events' places.
+local given_of = setmetatable({}, { __mode = "k" })
 
 -- The events as units to open: each one a list from group.attrs. Counting
 -- a task, the leader counts from the exec and all inherit unless
@@ -242,8 +241,8 @@ end
 local function units_of(events, opts, cpu_wide, attach, cgroups)
   local units = {}
   local per_task = opts.per_thread and not attach      -- a command's tasks, tracked
-  local expanded, of, eerrno = expand(events, cgroups)
-  if not expanded then return nil, "perf.stat " .. of, eerrno end
+  local expanded, from, of = expand(events, cgroups)
+  if not expanded then return nil, "perf.stat " .. from, of end
   for k, item in ipairs(expanded) do
     local specs = is_group_string(item) and item or { item }
     local list, msg, errno = group.resolve(specs, "perf.stat")
@@ -261,7 +260,7 @@ local function units_of(events, opts, cpu_wide, attach, cgroups)
         units[#units + 1] = { e }
       end
     else
-      list.cgroup = of[k]
+      list.cgroup, list.given = of[k], from[k]
       units[#units + 1] = list
     end
   end
@@ -329,6 +328,7 @@ local function add_skipped(r, n, u, list, why)
     n = n + 1
     r.events[n] = { name = e.name, supported = false, error = msg, errno = errno,
       type = e.attr.type, config = e.attr.config, group = #list > 1 and u or nil, cgroup = list.cgroup }
+    given_of[r.events[n]] = list.given
     r[n] = false
     if r[e.name] == nil then r[e.name] = false end
   end
@@ -431,6 +431,7 @@ local function collect(opened, skipped, units, cpus, prev, kind, unscaled, place
       e.cgroup = list.cgroup
       n = n + 1
       r.events[n], sums[n] = e, sum
+      given_of[e] = list.given
       r[n] = e.value
       if r[e.name] == nil then r[e.name] = e.value end
     end
@@ -662,7 +663,9 @@ function M.stat(argv, events, opts)
   ok, r, msg, errno = pcall(run, command, list, opts or {}, target)
   if not ok then error(require("perf.base").strip_position(r), 2) end
   if not r then return nil, msg, errno end
-  if tools then tool.merge(r, tools, #kernel, placeholder) end
+  if tools then
+    tool.merge(r, tools, placeholder, function(e) return given_of[e] end)
+  end
   if getmetatable(r) == nil then core.show(r, "perf.stat") end
   return r
 end

@@ -47,35 +47,43 @@ local function entry(item, r)
     return { name = item, supported = false, tool = true,
       error = item .. ": the command's times were not measured (a running process is counted)" }
   end
+  -- perf stat gives a tool event its own value as its enabled and running
+  -- times: a zero system_time was not counted
   return { name = item, value = v, raw = v, unit = "ns", supported = true, tool = true,
-    time_enabled = r.elapsed, time_running = r.elapsed, fraction = 1 }
+    time_enabled = v, time_running = v, fraction = 1 }
 end
 
--- Puts the tool events into the results r of the `nkernel` kernel events
--- given (when none was, `placeholder` names the one counted in their
--- stead, dropped here): each in its given position when the kernel events
--- gave one result each (no group or glob), after them otherwise.
-function M.merge(r, tools, nkernel, placeholder)
+-- Puts the tool events into the results r of the kernel events given
+-- (when none was, `placeholder` names the one counted in their stead,
+-- dropped here), each in its given place, as perf stat prints them:
+-- before the entries of the kernel event given after it (a group or a
+-- pattern gives several). given(e) is the index, among the kernel events
+-- given, of the one entry e comes from.
+function M.merge(r, tools, placeholder, given)
   local kernel = placeholder and {} or r.events
-  local ntools, last = 0, 0
-  for pos in pairs(tools) do ntools, last = ntools + 1, math.max(last, pos) end
-  local events = {}
-  if #kernel == nkernel then
-    local k = 0
-    for pos = 1, nkernel + ntools do
-      if tools[pos] then
-        events[pos] = entry(tools[pos], r)
-      else
-        k = k + 1
-        events[pos] = kernel[k]
-      end
-    end
-  else
-    for _, e in ipairs(kernel) do events[#events + 1] = e end
-    for pos = 1, last do
-      if tools[pos] then events[#events + 1] = entry(tools[pos], r) end
+  local of, loose, nkernel, last = {}, {}, 0, 0
+  for _, e in ipairs(kernel) do
+    local j = given(e)
+    if j then
+      of[j] = of[j] or {}
+      table.insert(of[j], e)
+      nkernel = math.max(nkernel, j)
+    else
+      loose[#loose + 1] = e
     end
   end
+  for pos in pairs(tools) do last = math.max(last, pos) end
+  local events, j, pos = {}, 0, 1
+  while pos <= last or j < nkernel do
+    if tools[pos] then
+      events[#events + 1] = entry(tools[pos], r)
+    else
+      j = j + 1
+      for _, e in ipairs(of[j] or {}) do events[#events + 1] = e end
+    end
+    pos = pos + 1
+  end
+  for _, e in ipairs(loose) do events[#events + 1] = e end
   for n = #r, 1, -1 do r[n] = nil end
   if placeholder then r[placeholder] = nil end
   for n, e in ipairs(events) do
