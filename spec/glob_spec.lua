@@ -4,18 +4,16 @@
 local glob = require "perf.glob"
 local tracepoint = require "perf.tracepoint"
 
--- "sys:event" for every tracepoint directory `ls` finds under sys_glob/ev_glob.
+-- "sys:event" for every tracepoint directory the shell finds under
+-- sys_glob/ev_glob, in the directories' own order (ls -U), as perf takes it.
 local function ls(sys_glob, ev_glob)
   local dir = assert(tracepoint.path())
-  local p = assert(io.popen(("cd %s/events && ls -d %s/%s 2>/dev/null"):format(dir, sys_glob, ev_glob)))
+  local p = assert(io.popen(([[cd %s/events && for s in $(ls -U); do case $s in %s)
+    for e in $(ls -U "$s" 2>/dev/null); do case $e in %s) [ -f "$s/$e/id" ] && echo "$s:$e";; esac; done;;
+  esac; done]]):format(dir, sys_glob, ev_glob)))
   local out = {}
-  for line in p:lines() do
-    local sys, ev = line:match("^([^/]+)/([^/]+)$")
-    local f = io.open(("%s/events/%s/%s/id"):format(dir, sys, ev))
-    if f then f:close() out[#out + 1] = sys .. ":" .. ev end
-  end
+  for line in p:lines() do out[#out + 1] = line end
   p:close()
-  table.sort(out)
   return out
 end
 
@@ -39,10 +37,19 @@ describe("perf.glob", function()
     end
   end)
 
-  it("expands the event part to every match, sorted", function()
+  it("expands the event part to every match, in tracefs's order", function()
     local want = ls("syscalls", "sys_enter_open*")
     assert.is_true(#want >= 3)
     assert.same(want, glob.expand("syscalls:sys_enter_open*"))
+  end)
+
+  it("gives the events in the order perf stat counts and prints them", function()
+    local p = io.popen("perf stat -x, -e 'syscalls:sys_enter_open*,sched:sched_process_*' true 2>&1")
+    local theirs = {}
+    for line in p:lines() do theirs[#theirs + 1] = line:match("^[^,]*,[^,]*,([^,]+)") end
+    p:close()
+    assert.is_true(#theirs >= 6)
+    assert.same(theirs, glob.specs { "syscalls:sys_enter_open*", "sched:sched_process_*" })
   end)
 
   it("expands the subsystem part, skipping subsystems without a match", function()

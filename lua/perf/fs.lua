@@ -29,20 +29,21 @@ end
 
 local native = core_listdir()
 
--- The names in a directory (without "." and ".."), sorted; an empty list
--- when it does not exist.
-function M.listdir(path)
+-- The names in a directory (without "." and ".."), sorted, or with
+-- `unsorted` in the order the directory gives them (perf's order for
+-- tracefs); an empty list when it does not exist.
+function M.listdir(path, unsorted)
   local out = {}
   if native then
     out = native(path) or {}
   else
-    local p = io.popen("ls -1A '" .. path:gsub("'", "'\\''") .. "' 2>/dev/null")
+    local p = io.popen("ls -1AU '" .. path:gsub("'", "'\\''") .. "' 2>/dev/null")
     if p then
       for line in p:lines() do out[#out + 1] = line end
       p:close()
     end
   end
-  table.sort(out)
+  if not unsorted then table.sort(out) end
   return out
 end
 

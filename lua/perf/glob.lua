@@ -9,8 +9,8 @@
 -- A pattern is a tracepoint name with '*' (any run of characters) or '?'
 -- (one character) in its subsystem, its event or both ("sched:sched_*",
 -- "sys*:sys_enter_openat", "*:sys_enter_openat"); modifiers and terms
--- after it (":u", "/.../") go with every match. The matches come sorted by
--- name (perf takes tracefs's directory order); a subsystem with no matching
+-- after it (":u", "/.../") go with every match. The matches come in
+-- tracefs's directory order, as perf stat counts and prints them; a subsystem with no matching
 -- event is skipped. Inside a {group} each pattern becomes its matches, in
 -- the same group. perf itself expands no PMU event names (msr/*/ is an
 -- unknown term to it), and neither does this.
@@ -40,16 +40,16 @@ function M.is_pattern(s)
   return type(s) == "string" and split_pattern(s) ~= nil
 end
 
--- The tracepoints matching sys:ev, sorted, or nil, message, errno when
+-- The tracepoints matching sys:ev in tracefs's order, or nil, message, errno when
 -- tracefs cannot be read. Raises when none matches.
 local function matches(s, sys, ev)
   local dir, why, errno = tracepoint.path()
   if not dir then return nil, ("%q: %s"):format(s, why), errno end
   local sys_pat, ev_pat = M.to_pattern(sys), M.to_pattern(ev)
   local out = {}
-  for _, system in ipairs(tracepoint.systems()) do
+  for _, system in ipairs(tracepoint.systems(true)) do
     if system:match(sys_pat) then
-      for _, event in ipairs(tracepoint.events(system)) do
+      for _, event in ipairs(tracepoint.events(system, true)) do
         if event:match(ev_pat) then out[#out + 1] = system .. ":" .. event end
       end
     end

@@ -92,12 +92,14 @@ function M.near_miss(sys, event)
 end
 
 --- Tracepoint subsystems, sorted.
+-- @bool[opt] unsorted in tracefs's directory order instead, as perf
+--   expands patterns
 -- @treturn {string,...} the names
-function M.systems()
+function M.systems(unsorted)
   local dir = M.path()
   if not dir then return {} end
   local out = {}
-  for _, s in ipairs(fs.listdir(dir .. "/events")) do
+  for _, s in ipairs(fs.listdir(dir .. "/events", unsorted)) do
     if fs.isdir(("%s/events/%s"):format(dir, s)) then
       out[#out + 1] = s
     end
@@ -107,12 +109,13 @@ end
 
 --- The events of subsystem `sys` (those with an id), sorted.
 -- @string sys a subsystem
+-- @bool[opt] unsorted in tracefs's directory order instead
 -- @treturn {string,...} the names
-function M.events(sys)
+function M.events(sys, unsorted)
   local dir = M.path()
   if not dir then return {} end
   local out = {}
-  for _, e in ipairs(fs.listdir(("%s/events/%s"):format(dir, sys))) do
+  for _, e in ipairs(fs.listdir(("%s/events/%s"):format(dir, sys), unsorted)) do
     if fs.exists(("%s/events/%s/%s/id"):format(dir, sys, e)) then
       out[#out + 1] = e
     end
