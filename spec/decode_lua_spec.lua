@@ -5,10 +5,7 @@
 local perf = require "perf"
 local core = perf.core
 
--- A record's bytes: the perf_event_header (type, misc, size), then the body.
-local function record(type, misc, body)
-  return string.pack("<I4I2I2", type, misc, 8 + #body) .. body
-end
+local record = require("helpers").record_bytes
 
 describe("perf.core.decode", function()
   it("layout tables name their fields", function()

@@ -22,9 +22,7 @@ local function str8(s)
   local n = #s + 1
   return s .. ("\0"):rep(n + (-n % 8) - #s)
 end
-local function record(type, misc, body)
-  return string.pack("<I4I2I2", type, misc, 8 + #body) .. body
-end
+local record = require("helpers").record_bytes
 
 local ALL = {
   "identifier", "ip", "tid", "time", "addr", "id", "stream_id", "cpu",

@@ -13,9 +13,7 @@ local function close_tp(name) return { type = "tracepoint", config = CLOSE, name
 local function sw(config, name) return { type = "software", config = config, name = name } end
 local TASK_CLOCK, PAGE_FAULTS = perf.core.PERF_COUNT_SW_TASK_CLOCK, perf.core.PERF_COUNT_SW_PAGE_FAULTS
 
-local function opens(n)
-  for _ = 1, n do assert(io.open("/dev/null")):close() end
-end
+local opens = H.opens
 
 describe("g:read and g:scaled", function()
   it("fills a given table, allocating nothing in a loop", function()

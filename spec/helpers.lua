@@ -109,6 +109,32 @@ function H.tracepoint_id(sys, name)
   return id
 end
 
+-- n openat(2) calls: the exact work the openat tracepoint counts.
+function H.opens(n)
+  for _ = 1, n do assert(io.open("/dev/null")):close() end
+end
+
+-- An openat tracepoint sampling every hit, with sample_type `fields` and
+-- the attr fields of `extra`.
+function H.openat_sampler(fields, extra)
+  local attr = { type = "tracepoint", config = H.tracepoint_id("syscalls", "sys_enter_openat"),
+                 sample_period = 1, sample_type = fields }
+  for k, v in pairs(extra or {}) do attr[k] = v end
+  return assert(require("perf").open(attr))
+end
+
+-- A record's bytes: the perf_event_header (type, misc, size), then the body.
+function H.record_bytes(type, misc, body)
+  return string.pack("<I4I2I2", type, misc, 8 + #body) .. body
+end
+
+-- A shallow copy (nested tables stay shared).
+function H.copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
 -- This process's pid, from /proc/self/stat.
 H.PID = (function()
   local f = assert(io.open("/proc/self/stat"))

@@ -9,9 +9,7 @@ local H = require "helpers"
 local have_perf = H.sh("command -v perf") ~= ""
 local with_perf = have_perf and it or pending
 
-local function record(type, misc, body)
-  return string.pack("<I4I2I2", type, misc, 8 + #body) .. body
-end
+local record = H.record_bytes
 
 -- perf report -D's records of `path`, in file order: { offset =, size =, type = }
 local function dumped(path)

@@ -6,15 +6,9 @@ local uapi = require "uapi"
 
 local K = uapi.constants { uapi.PERF_EVENT_H }
 
-local function record(type, misc, body)
-  return string.pack("<I4I2I2", type, misc, 8 + #body) .. body
-end
+local record = require("helpers").record_bytes
 
-local function copy(t)
-  local c = {}
-  for k, v in pairs(t) do c[k] = v end
-  return c
-end
+local copy = require("helpers").copy
 
 describe("record tables", function()
   it("name each record type as the header does, lower-cased without its prefix", function()

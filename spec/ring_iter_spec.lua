@@ -7,32 +7,15 @@ local perf = require "perf"
 local H = require "helpers"
 
 local core = perf.core
-local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
 local PID = H.PID
 
-local function opens(n)
-  for _ = 1, n do io.open("/dev/null"):close() end
-end
+local opens = H.opens
 
--- an openat tracepoint sampling every hit
-local function tp(fields, extra)
-  local attr = { type = "tracepoint", config = OPENAT, sample_period = 1,
-                 sample_type = fields }
-  for k, v in pairs(extra or {}) do attr[k] = v end
-  return assert(perf.open(attr))
-end
+local tp = H.openat_sampler          -- an openat tracepoint sampling every hit
 
--- A record's bytes: the perf_event_header (type, misc, size), then the body.
-local function record(type, misc, body)
-  return string.pack("<I4I2I2", type, misc, 8 + #body) .. body
-end
+local record = H.record_bytes
 
--- A shallow copy (nested tables are the record's own).
-local function copy(t)
-  local c = {}
-  for k, v in pairs(t) do c[k] = v end
-  return c
-end
+local copy = H.copy
 
 describe("ring iterators", function()
   it("the iterator says what it is", function()

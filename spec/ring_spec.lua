@@ -9,9 +9,7 @@ local H = require "helpers"
 local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
 local CLOSE = H.tracepoint_id("syscalls", "sys_enter_close")
 
-local function opens(n)
-  for _ = 1, n do io.open("/dev/null"):close() end
-end
+local opens = H.opens
 
 local function self_pid()
   local f = assert(io.open("/proc/self/stat"))
@@ -21,13 +19,7 @@ local function self_pid()
 end
 local PID = self_pid()
 
--- an openat tracepoint sampling every hit
-local function tp(fields, extra)
-  local attr = { type = "tracepoint", config = OPENAT, sample_period = 1,
-                 sample_type = fields }
-  for k, v in pairs(extra or {}) do attr[k] = v end
-  return assert(perf.open(attr))
-end
+local tp = H.openat_sampler          -- an openat tracepoint sampling every hit
 
 -- bytes of the tracepoint's entry (the raw sample carries it, padded),
 -- from its tracefs format file

@@ -8,9 +8,7 @@ local H = require "helpers"
 local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
 local PERF = "/usr/bin/perf"
 
-local function opens(n)
-  for _ = 1, n do io.open("/dev/null"):close() end
-end
+local opens = H.opens
 
 -- an openat tracepoint on this thread, every hit a sample
 local function tp()

@@ -5,17 +5,9 @@ local H = require "helpers"
 
 local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
 
-local function opens(n)
-  for _ = 1, n do io.open("/dev/null"):close() end
-end
+local opens = H.opens
 
--- an openat tracepoint sampling every hit
-local function tp(fields, extra)
-  local attr = { type = "tracepoint", config = OPENAT, sample_period = 1,
-                 sample_type = fields }
-  for k, v in pairs(extra or {}) do attr[k] = v end
-  return assert(perf.open(attr))
-end
+local tp = H.openat_sampler          -- an openat tracepoint sampling every hit
 
 describe("overflow signals", function()
   it("are counted by a C handler, one per overflow", function()

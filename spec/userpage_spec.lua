@@ -6,9 +6,7 @@ local H = require "helpers"
 
 local OPENAT = H.tracepoint_id("syscalls", "sys_enter_openat")
 
-local function opens(n)
-  for _ = 1, n do io.open("/dev/null"):close() end
-end
+local opens = H.opens
 
 -- an openat tracepoint sampling every hit, counting this thread only
 local function tp()
