@@ -60,6 +60,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_profile_timer(L);
   pl_open_profile_counters(L);
   pl_open_perfdata(L);    /* perf.data files: reads records as the rings do */
+  pl_open_zstd(L);
   pl_open_waiter(L);      /* waits on rings: after them */
   lua_pushliteral(L, "0.1");
   lua_setfield(L, -2, "version");

@@ -191,6 +191,7 @@ void pl_open_profile_time(lua_State *L);  /* mode = "off-cpu" and "wall": time w
 void pl_open_profile_timer(lua_State *L); /* event = "timer": a CPU-time POSIX timer */
 void pl_open_profile_counters(lua_State *L); /* counters = {...}: deltas per sample */
 void pl_open_perfdata(lua_State *L);    /* perf.core.perfdata_open (perf.data files) */
+void pl_open_zstd(lua_State *L);        /* perf.core.zstd_version */
 void pl_open_waiter(lua_State *L);      /* perf.core.waiter: a command, its rings and ^C */
 
 #pragma GCC visibility pop

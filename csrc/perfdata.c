@@ -26,6 +26,20 @@
 ** records: attrs come as PERF_RECORD_HEADER_ATTR, features as
 ** PERF_RECORD_HEADER_FEATURE. Records perf adds itself have types from 64
 ** (tools/lib/perf/include/perf/event.h, enum perf_user_event_type).
+**
+** Compressed records (`perf record -z`): PERF_RECORD_COMPRESSED holds
+** zstd data from after its header to header.size, PERF_RECORD_COMPRESSED2
+** a u64 data_size and then that many bytes (header.size padded to 8).
+** All of a file's compressed records are one zstd stream (perf keeps one
+** ZSTD_DStream per session), and what they hold is a stream of records
+** in which a record may begin in one compressed record and end in a
+** later one (perf's decomp_last_rem). When the file opens, the records are
+** rebuilt into `inflated`: each plain record as it is, each compressed one
+** replaced by the whole records it completes, which come at its place (as
+** perf delivers them); the framing is then checked on that, and every
+** reader walks it. One compressed record may not decompress to more than
+** the ring size the HEADER_COMPRESSED feature gives (mmap_len: perf's
+** own decompression buffer is that size).
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +50,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "zstd.h"
 
 #define PL_DATA_MT "perf.data.file"
 #define PL_DATA_ITER_MT "perf.data.iter"
@@ -46,6 +61,16 @@
 #define ATTR_SIZE_VER0 64                     /* PERF_ATTR_SIZE_VER0 */
 #define MAX_ATTRS 65536
 #define MAX_FIELDS 16
+#define FEAT_COMPRESSED 27                    /* HEADER_COMPRESSED */
+#define COMP_ZSTD 1                           /* perf's enum perf_compress_type */
+/* what one compressed record may hold when the file gives no mmap_len,
+** and at most whatever it gives */
+#define INFLATE_DEFAULT ((size_t)64 << 20)
+#define INFLATE_MAX ((size_t)1 << 30)
+/* all of a file's records once decompressed (the fuzz build lowers it) */
+#ifndef PL_DATA_MAX_INFLATED
+#define PL_DATA_MAX_INFLATED ((size_t)1 << 40)
+#endif
 
 /* enum perf_user_event_type */
 enum {
@@ -53,14 +78,14 @@ enum {
   U_HEADER_BUILD_ID, U_FINISHED_ROUND, U_ID_INDEX, U_AUXTRACE_INFO,
   U_AUXTRACE, U_AUXTRACE_ERROR, U_THREAD_MAP, U_CPU_MAP, U_STAT_CONFIG,
   U_STAT, U_STAT_ROUND, U_EVENT_UPDATE, U_TIME_CONV, U_HEADER_FEATURE,
-  U_COMPRESSED, U_FINISHED_INIT, U_END
+  U_COMPRESSED, U_FINISHED_INIT, U_COMPRESSED2, U_END
 };
 static const char *const user_names[U_END - U_HEADER_ATTR] = {
   "header_attr", "header_event_type", "header_tracing_data",
   "header_build_id", "finished_round", "id_index", "auxtrace_info",
   "auxtrace", "auxtrace_error", "thread_map", "cpu_map", "stat_config",
   "stat", "stat_round", "event_update", "time_conv", "header_feature",
-  "compressed", "finished_init",
+  "compressed", "finished_init", "compressed2",
 };
 
 typedef struct id_entry {
@@ -68,11 +93,26 @@ typedef struct id_entry {
   size_t attr;
 } id_entry;
 
+/* Where the records from `at` on (an offset in dfile.rec) come from: the
+** file from file_off on, or (inner) the compressed record at file_off. */
+typedef struct segment {
+  size_t at, file_off;
+  int inner;
+} segment;
+
 typedef struct dfile {
   unsigned char *buf;           /* the whole file; NULL once closed */
   size_t len;
   int pipe;
   size_t data_off, data_end;    /* the records */
+  const unsigned char *rec;     /* the records read: buf + data_off, or inflated */
+  size_t rec_len;
+  unsigned char *inflated;      /* compressed records replaced by theirs; or NULL */
+  segment *segs;                /* for inflated: where its records come from */
+  size_t nsegs;
+  size_t ncompressed;           /* compressed records walk() saw */
+  size_t compressed;            /* compressed records in the file */
+  pl_zstd *zs;                  /* the file's zstd stream, while it opens */
   size_t nrecords;
   size_t nattrs;
   struct pl_attr *attrs;        /* as read, zero-extended */
@@ -88,6 +128,14 @@ typedef struct dfile {
 /* ---- building the file's description ---- */
 
 static void dfile_free(dfile *f) {
+  pl_zstd_free(f->zs);
+  f->zs = NULL;
+  free(f->inflated);
+  free(f->segs);
+  f->inflated = NULL;
+  f->segs = NULL;
+  f->rec = NULL;
+  f->rec_len = f->nsegs = 0;
   free(f->buf);
   free(f->attrs);
   free(f->attr_off);
@@ -107,7 +155,7 @@ static int inside(size_t len, uint64_t off, uint64_t n) {
   return off <= len && n <= len - off;
 }
 
-static int add_attr(dfile *f, size_t off, size_t size) {
+static int add_attr(dfile *f, const unsigned char *src, size_t off, size_t size) {
   if (f->nattrs >= MAX_ATTRS) return -1;
   size_t n = f->nattrs + 1;
   struct pl_attr *a = realloc(f->attrs, n * sizeof *a);
@@ -120,7 +168,7 @@ static int add_attr(dfile *f, size_t off, size_t size) {
   if (!s) return -1;
   f->attr_size = s;
   memset(&a[f->nattrs], 0, sizeof *a);
-  memcpy(&a[f->nattrs], f->buf + off, size < sizeof *a ? size : sizeof *a);
+  memcpy(&a[f->nattrs], src, size < sizeof *a ? size : sizeof *a);
   o[f->nattrs] = off;
   s[f->nattrs] = size;
   f->nattrs = n;
@@ -192,7 +240,7 @@ static int read_attrs(lua_State *L, dfile *f, const char *path) {
     if (!inside(f->len, ioff, isize) || isize % 8)
       return bad(L, path, "attr at offset %I: its ids section runs past the "
                  "end of the file%s", a, NULL);
-    if (add_attr(f, a, (size_t)attr_size - 16) < 0 ||
+    if (add_attr(f, f->buf + a, a, (size_t)attr_size - 16) < 0 ||
         add_ids(f, f->nattrs - 1, f->buf + ioff, (size_t)(isize / 8)) < 0)
       return bad(L, path, "attr at offset %I: %s", a, "out of memory");
   }
@@ -219,40 +267,254 @@ static int read_features(lua_State *L, dfile *f, const char *path) {
   return 0;
 }
 
-/* Checks the framing of every record; in pipe mode collects the attrs. */
+/* The file offset of the record at `at` in f->rec (for a record that was
+** compressed: the compressed record's, as perf reports it); *inner says
+** which. */
+static size_t file_offset(const dfile *f, size_t at, int *inner) {
+  *inner = 0;
+  if (!f->inflated) return f->data_off + at;
+  size_t lo = 0, hi = f->nsegs;        /* the last segment with .at <= at */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (f->segs[mid].at <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return f->data_off + at;
+  const segment *g = &f->segs[lo - 1];
+  *inner = g->inner;
+  return g->inner ? g->file_off : g->file_off + (at - g->at);
+}
+
+/* Pushes where the record at `at` of f->rec is, for a message. */
+static const char *push_where(lua_State *L, const dfile *f, size_t at) {
+  int inner;
+  size_t off = file_offset(f, at, &inner);
+  if (inner)
+    return lua_pushfstring(L, "offset %I (a record the compressed record there "
+                           "holds)", (lua_Integer)off);
+  return lua_pushfstring(L, "offset %I", (lua_Integer)off);
+}
+
+/* A record's framing failed: fmt has a %s for where it is, one for detail. */
+static int bad_at(lua_State *L, const dfile *f, const char *path, size_t at,
+                  const char *fmt, const char *detail) {
+  const char *where = push_where(L, f, at);
+  lua_pushfstring(L, "perf.data.open \"%s\": ", path);
+  lua_pushfstring(L, fmt, where, detail ? detail : "");
+  lua_concat(L, 2);
+  return -1;
+}
+
+/* Checks the framing of the record at `at` of the n bytes at p (an offset
+** in f->rec, for messages): its size plus what follows it, or 0 with a
+** message on the stack. A record cut short by the end is `truncated`. */
+static size_t frame(lua_State *L, const dfile *f, const char *path,
+                    const unsigned char *p, size_t n, size_t at) {
+  if (n < 8) {
+    bad_at(L, f, path, at, "truncated record header at %s%s", NULL);
+    return 0;
+  }
+  size_t size = pl_u16at(p + 6);
+  if (size < 8) {
+    bad_at(L, f, path, at, "record at %s: size %s is below a header's 8 bytes",
+           lua_pushfstring(L, "%d", (int)size));
+    return 0;
+  }
+  if (size > n) {
+    bad_at(L, f, path, at, "truncated record at %s: %s",
+           lua_pushfstring(L, "its header says %d bytes, %I are left",
+                           (int)size, (lua_Integer)n));
+    return 0;
+  }
+  uint64_t extra;
+  if (payload(p, size, &extra) < 0 || extra > n - size) {
+    bad_at(L, f, path, at, "record at %s: its payload runs past the end of the data%s", NULL);
+    return 0;
+  }
+  return size + (size_t)extra;
+}
+
+/* Checks the framing of every record of f->rec; in pipe mode collects
+** the attrs. */
 static int walk(lua_State *L, dfile *f, const char *path) {
-  size_t off = f->data_off;
-  while (off < f->data_end) {
-    const unsigned char *p = f->buf + off;
-    size_t left = f->data_end - off;
-    if (left < 8)
-      return bad(L, path, "truncated record header at offset %I%s", off, NULL);
+  size_t off = 0;
+  f->nrecords = f->ncompressed = 0;
+  while (off < f->rec_len) {
+    const unsigned char *p = f->rec + off;
+    size_t n = frame(L, f, path, p, f->rec_len - off, off);
+    if (!n) return -1;
     size_t size = pl_u16at(p + 6);
-    if (size < 8)
-      return bad(L, path, "record at offset %I: size %s is below a header's 8 bytes",
-                 off, lua_pushfstring(L, "%d", (int)size));
-    if (size > left)
-      return bad(L, path, "truncated record at offset %I: %s", off,
-                 lua_pushfstring(L, "its header says %d bytes, %I are left",
-                                 (int)size, (lua_Integer)left));
-    uint64_t extra;
-    if (payload(p, size, &extra) < 0 || extra > left - size)
-      return bad(L, path, "record at offset %I: its payload runs past the end of the data%s",
-                 off, NULL);
-    if (f->pipe && pl_u32at(p) == U_HEADER_ATTR) {
+    uint32_t type = pl_u32at(p);
+    if (type == U_COMPRESSED || type == U_COMPRESSED2) f->ncompressed++;
+    if (f->pipe && type == U_HEADER_ATTR) {
       uint32_t asize = size >= 16 ? pl_u32at(p + 12) : 0;
       if (asize == 0) asize = ATTR_SIZE_VER0;
       if (size < 8 + ATTR_SIZE_VER0 || asize > size - 8)
-        return bad(L, path, "header_attr record at offset %I: the attr does not fit%s",
-                   off, NULL);
-      if (add_attr(f, off + 8, asize) < 0 ||
+        return bad_at(L, f, path, off, "header_attr record at %s: the attr does not fit%s",
+                      NULL);
+      int inner;
+      size_t foff = file_offset(f, off, &inner);
+      if (add_attr(f, p + 8, inner ? foff : foff + 8, asize) < 0 ||
           add_ids(f, f->nattrs - 1, p + 8 + asize, (size - 8 - asize) / 8) < 0)
-        return bad(L, path, "header_attr record at offset %I: %s", off,
-                   "out of memory or too many attrs");
+        return bad_at(L, f, path, off, "header_attr record at %s: %s",
+                      "out of memory or too many attrs");
     }
-    off += size + (size_t)extra;
+    off += n;
     f->nrecords++;
   }
+  return 0;
+}
+
+/* ---- compressed records ---- */
+
+static int add_segment(dfile *f, size_t at, size_t file_off, int inner) {
+  if (f->nsegs) {                   /* one segment for a run of plain records */
+    segment *g = &f->segs[f->nsegs - 1];
+    if (!inner && !g->inner && g->file_off + (at - g->at) == file_off) return 0;
+    if (g->at == at) { g->file_off = file_off; g->inner = inner; return 0; }
+  }
+  segment *v = realloc(f->segs, (f->nsegs + 1) * sizeof *v);
+  if (!v) return -1;
+  f->segs = v;
+  v[f->nsegs++] = (segment){ at, file_off, inner };
+  return 0;
+}
+
+/* The HEADER_COMPRESSED feature (perf's write_compressed: u32 version,
+** type, level, ratio, mmap_len) at p: checks the type, sets *limit. */
+static int compressed_feature(lua_State *L, const char *path, size_t off,
+                              const unsigned char *p, size_t n, size_t *limit) {
+  if (n < 20) return 0;         /* no mmap_len: the default limit */
+  uint32_t type = pl_u32at(p + 4), mmap_len = pl_u32at(p + 16);
+  if (type != COMP_ZSTD)
+    return bad(L, path, "the compressed feature (at offset %I) names compression "
+               "type %s; only zstd (1) is read", off,
+               lua_pushfstring(L, "%d", (int)type));
+  *limit = mmap_len ? (mmap_len < INFLATE_MAX ? mmap_len : INFLATE_MAX) : INFLATE_DEFAULT;
+  return 0;
+}
+
+/* Builds f->inflated from the records of the data section (their framing
+** checked): 0, -1 with a message on the stack, or -2 with nil, message,
+** errno pushed (libzstd cannot be loaded). */
+static int inflate_records(lua_State *L, dfile *f, const char *path, int *err) {
+  size_t limit = INFLATE_DEFAULT;
+  if (f->feat_off[FEAT_COMPRESSED] &&
+      compressed_feature(L, path, f->feat_off[FEAT_COMPRESSED],
+                         f->buf + f->feat_off[FEAT_COMPRESSED],
+                         f->feat_size[FEAT_COMPRESSED], &limit) < 0)
+    return -1;
+  unsigned char *o = NULL;      /* the records so far, then a partial one */
+  size_t len = 0, cap = 0, done = 0, last = 0;
+  const unsigned char *data = f->buf + f->data_off;
+  size_t dlen = f->data_end - f->data_off;
+  int rc = 0;
+  for (size_t at = 0; at < dlen;) {
+    const unsigned char *p = data + at;
+    size_t off = f->data_off + at, size = pl_u16at(p + 6), n;
+    uint64_t extra;
+    payload(p, size, &extra);             /* the framing was checked */
+    n = size + (size_t)extra;
+    at += n;
+    uint32_t type = pl_u32at(p);
+    if (type == U_HEADER_FEATURE && size >= 16 && pl_u64at(p + 8) == FEAT_COMPRESSED &&
+        compressed_feature(L, path, off, p + 16, size - 16, &limit) < 0)
+      { rc = -1; break; }
+    if (type != U_COMPRESSED && type != U_COMPRESSED2) {
+      /* a plain record: before the partial record that may be pending */
+      if (cap - len < n) {
+        size_t want = len + n > 2 * cap ? len + n : 2 * cap;
+        unsigned char *q = realloc(o, want ? want : 1);
+        if (!q) { rc = -3; break; }
+        o = q;
+        cap = want;
+      }
+      memmove(o + done + n, o + done, len - done);
+      memcpy(o + done, p, n);
+      if (add_segment(f, done, off, 0) < 0) { rc = -3; break; }
+      done += n;
+      len += n;
+      continue;
+    }
+    last = off;
+    const unsigned char *src = p + 8;
+    uint64_t srclen = size - 8;
+    if (type == U_COMPRESSED2) {
+      if (size < 16 || pl_u64at(p + 8) > size - 16) {
+        rc = bad(L, path, "compressed record at offset %I: its data_size runs "
+                 "past the record%s", off, NULL);
+        break;
+      }
+      src = p + 16;
+      srclen = pl_u64at(p + 8);
+    }
+    if (!f->zs) {
+      const char *why;
+      f->zs = pl_zstd_new(&why, err);
+      if (!f->zs) {
+        lua_pushfstring(L, "perf.data.open \"%s\": the compressed record at offset %I "
+                        "needs zstd: %s", path, (lua_Integer)off, why);
+        pl_fail(L, *err, lua_tostring(L, -1), *err == ENOMEM ? NULL :
+                "install zstd's library (Debian and Ubuntu: libzstd1; Fedora: "
+                "libzstd), or name its file in PERF_LUA_LIBZSTD");
+        rc = -2;
+        break;
+      }
+    }
+    const char *why;
+    if (pl_zstd_inflate(f->zs, src, (size_t)srclen, &o, &len, &cap, limit, &why) < 0) {
+      if (strcmp(why, "more than limit") == 0)
+        rc = bad(L, path, "compressed record at offset %I: %s", off,
+                 lua_pushfstring(L, "it decompresses to more than %I bytes, the ring "
+                                 "size the compressed feature gives", (lua_Integer)limit));
+      else
+        rc = bad(L, path, "compressed record at offset %I: cannot decompress it: %s",
+                 off, why);
+      break;
+    }
+    if (len > PL_DATA_MAX_INFLATED) {
+      rc = bad(L, path, "compressed record at offset %I: %s", off,
+               lua_pushfstring(L, "the file's records decompress to more than %I bytes",
+                               (lua_Integer)PL_DATA_MAX_INFLATED));
+      break;
+    }
+    /* the records it completes come at its place */
+    if (add_segment(f, done, off, 1) < 0) { rc = -3; break; }
+    while (len - done >= 8) {
+      size_t rsize = pl_u16at(o + done + 6);
+      if (rsize < 8) {
+        f->inflated = o;                  /* for the message's offset */
+        rc = bad_at(L, f, path, done, "record at %s: size %s is below a header's 8 bytes",
+                    lua_pushfstring(L, "%d", (int)rsize));
+        f->inflated = NULL;
+        break;
+      }
+      if (rsize > len - done) break;
+      if (payload(o + done, rsize, &extra) < 0) extra = 0;  /* frame() says why */
+      if (extra > len - done - rsize) break;
+      done += rsize + (size_t)extra;
+    }
+    if (rc) break;
+  }
+  if (rc == 0 && done != len)
+    rc = bad(L, path, "compressed record at offset %I: %s", last,
+             lua_pushfstring(L, "the compressed records end inside a record "
+                             "(%I bytes of it)", (lua_Integer)(len - done)));
+  pl_zstd_free(f->zs);                    /* its part is done */
+  f->zs = NULL;
+  if (rc == -3) {
+    free(o);
+    *err = ENOMEM;
+    return -1;
+  }
+  if (rc < 0) {
+    free(o);
+    return rc;
+  }
+  f->inflated = o ? o : malloc(1);
+  if (!f->inflated) { *err = ENOMEM; return -1; }
+  f->rec = f->inflated;
+  f->rec_len = done;
   return 0;
 }
 
@@ -327,7 +589,26 @@ static int load(lua_State *L, dfile *f, const char *path, int *err) {
     f->data_end = (size_t)(doff + dsize);
     if (read_attrs(L, f, path) < 0 || read_features(L, f, path) < 0) return -1;
   }
+  f->rec = f->buf + f->data_off;
+  f->rec_len = f->data_end - f->data_off;
   if (walk(L, f, path) < 0) return -1;
+  f->compressed = f->ncompressed;
+  if (f->compressed) {
+    int rc = inflate_records(L, f, path, err);
+    if (rc < 0) return rc;
+    /* again on the records as rebuilt: pipe mode's attrs anew */
+    if (f->pipe) {
+      free(f->attrs);
+      free(f->attr_off);
+      free(f->attr_size);
+      free(f->ids);
+      f->attrs = NULL;
+      f->attr_off = f->attr_size = NULL;
+      f->ids = NULL;
+      f->nattrs = f->nids = 0;
+    }
+    if (walk(L, f, path) < 0) return -1;
+  }
   build_layouts(f);
   if (!f->lays) { *err = ENOMEM; return -1; }
   return 0;
@@ -346,7 +627,12 @@ static int l_open(lua_State *L) {
   memset(f, 0, sizeof *f);
   luaL_setmetatable(L, PL_DATA_MT);
   int err;
-  if (load(L, f, path, &err) < 0) {
+  int rc = load(L, f, path, &err);
+  if (rc == -2) {               /* nil, message, errno pushed */
+    dfile_free(f);
+    return 3;
+  }
+  if (rc < 0) {
     dfile_free(f);
     if (err) {
       lua_pushfstring(L, "perf.data.open \"%s\"", path);
@@ -368,8 +654,9 @@ static int f_close(lua_State *L) {
 static int f_tostring(lua_State *L) {
   dfile *f = luaL_checkudata(L, 1, PL_DATA_MT);
   if (!f->buf) lua_pushliteral(L, "perf.data.file (closed)");
-  else lua_pushfstring(L, "perf.data.file (%s, %I bytes, %I attrs, %I records)",
-                       f->pipe ? "pipe mode" : "normal", (lua_Integer)f->len,
+  else lua_pushfstring(L, "perf.data.file (%s%s, %I bytes, %I attrs, %I records)",
+                       f->pipe ? "pipe mode" : "normal",
+                       f->compressed ? ", compressed" : "", (lua_Integer)f->len,
                        (lua_Integer)f->nattrs, (lua_Integer)f->nrecords);
   return 1;
 }
@@ -387,6 +674,8 @@ static int f_info(lua_State *L) {
   lua_setfield(L, -2, "data_size");
   lua_pushinteger(L, (lua_Integer)f->nrecords);
   lua_setfield(L, -2, "nrecords");
+  lua_pushinteger(L, (lua_Integer)f->compressed);
+  lua_setfield(L, -2, "compressed");
   lua_createtable(L, (int)f->nattrs, 0);
   for (size_t i = 0; i < f->nattrs; i++) {
     lua_createtable(L, 0, 3);
@@ -413,8 +702,8 @@ static int f_info(lua_State *L) {
   /* pipe mode: the features travel as records */
   lua_Integer nmeta = 0;
   lua_newtable(L);
-  for (size_t off = f->data_off; off < f->data_end;) {
-    const unsigned char *p = f->buf + off;
+  for (size_t off = 0; off < f->rec_len;) {
+    const unsigned char *p = f->rec + off;
     size_t size = pl_u16at(p + 6);
     uint64_t extra;
     payload(p, size, &extra);
@@ -684,9 +973,9 @@ static int iter_step(lua_State *L) {
   int fidx = lua_gettop(L);
   dfile *f = lua_touserdata(L, fidx);
   if (!f->buf) return luaL_error(L, "attempt to use a closed perf.data file");
-  while (it->off < f->data_end) {
+  while (it->off < f->rec_len) {
     size_t off = it->off;
-    const unsigned char *p = f->buf + off;
+    const unsigned char *p = f->rec + off;
     size_t size = pl_u16at(p + 6);           /* checked when the file opened */
     uint64_t extra;
     payload(p, size, &extra);
@@ -695,7 +984,8 @@ static int iter_step(lua_State *L) {
     if (it->nfields) {
       if (type != PL_REC_SAMPLE) continue;
     } else if (type >= U_HEADER_ATTR) {
-      push_user(L, p, size, off);
+      int inner;
+      push_user(L, p, size, file_offset(f, off, &inner));
       return 1;
     }
     const char *why = NULL, *dwhy = NULL;
@@ -705,7 +995,7 @@ static int iter_step(lua_State *L) {
     if (dwhy) why = dwhy;
     if (it->nfields) {
       if (status != PL_DECODE_OK || !rec.known)
-        return luaL_error(L, "sample record at offset %I: %s%s%s", (lua_Integer)off,
+        return luaL_error(L, "sample record at %s: %s%s%s", push_where(L, f, off),
                           pl_decode_strerror(status), why ? ": " : "", why ? why : "");
       luaL_checkstack(L, it->nfields, "too many fields");
       for (int i = 0; i < it->nfields; i++)
@@ -739,10 +1029,10 @@ static int iter_close(lua_State *L) {
   return 0;
 }
 
-static diter *new_iter(lua_State *L, dfile *f) {
+static diter *new_iter(lua_State *L) {
   diter *it = lua_newuserdatauv(L, sizeof *it, 2);
   memset(it, 0, sizeof *it);
-  it->off = f->data_off;
+  it->off = 0;
   luaL_setmetatable(L, PL_DATA_ITER_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
@@ -752,9 +1042,9 @@ static diter *new_iter(lua_State *L, dfile *f) {
 
 /* f:records([t]) */
 static int f_records(lua_State *L) {
-  dfile *f = check_file(L, 1);
+  check_file(L, 1);
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  diter *it = new_iter(L, f);
+  diter *it = new_iter(L);
   if (lua_istable(L, 2)) {
     lua_pushvalue(L, 2);
     lua_setiuservalue(L, -2, 2);
@@ -778,7 +1068,7 @@ static int f_samples(lua_State *L) {
                           "every event of this file", pl_sample_field_names[k]);
     fields[i - 2] = (unsigned char)k;
   }
-  diter *it = new_iter(L, f);
+  diter *it = new_iter(L);
   it->nfields = top - 1;
   memcpy(it->fields, fields, (size_t)it->nfields);
   return pl_push_for(L, iter_step);

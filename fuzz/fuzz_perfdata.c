@@ -2,7 +2,8 @@
 ** fuzz_perfdata.c: libFuzzer target for the perf.data reader.
 **
 ** The input is a perf.data file (seeds: fuzz/seeds-perfdata, small files
-** perf record wrote, normal and pipe mode). It is written to a memfd and
+** perf record wrote, normal and pipe mode, and with -z: compressed.data
+** and compressed-pipe.data, whose records are zstd-compressed). It is written to a memfd and
 ** opened through perf.core.perfdata_open, as a user opens a file; when
 ** the open succeeds, every record is pushed (fresh tables and a reused
 ** one), the samples are read as values, and info() decodes the sections.

@@ -57,9 +57,12 @@ build = {
         "csrc/userpage.c",
         "csrc/util.c",
         "csrc/waiter.c",
+        "csrc/zstd.c",
       },
       defines = { "_GNU_SOURCE" },
       incdirs = { "csrc" },
+      -- dl: libzstd (perf record -z files) is loaded at first need, so the
+      -- build needs no zstd headers (csrc/zstd.c says why)
       libraries = { "dl" },
     },
     ["perf"] = "lua/perf/init.lua",

@@ -75,6 +75,52 @@ local function chain_ips(chain)
   return ips
 end
 
+-- a table as a string, keys sorted: equal tables, equal strings
+local function serialize(v)
+  if type(v) ~= "table" then return type(v) == "string" and ("%q"):format(v) or tostring(v) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+  local out = {}
+  for i, k in ipairs(keys) do out[i] = tostring(k) .. "=" .. serialize(v[k]) end
+  return "{" .. table.concat(out, ",") .. "}"
+end
+
+-- perf report -D: each record perf read, in the order it read them (the
+-- records of a compressed one after it, decompressed by perf itself), as
+-- the bytes it dumps
+local function perf_dump(file, pipe)
+  local cmd = pipe and ("%s report -D -i - < %s"):format(PERF, file)
+                    or ("%s report -D -i %s"):format(PERF, file)
+  local list, cur = {}, nil
+  for line in H.sh(cmd):gmatch("[^\n]*") do
+    if line:match("^%. %.%.%. raw event: size %d+ bytes") then
+      cur = {}
+      list[#list + 1] = cur
+    elseif cur and line:match("^%.  %x%x%x%x:  ") then
+      for hex in line:sub(10, 57):gmatch("%x%x") do cur[#cur + 1] = string.char(tonumber(hex, 16)) end
+    else
+      cur = nil
+    end
+  end
+  for i, bytes in ipairs(list) do list[i] = table.concat(bytes) end
+  return list
+end
+
+-- perf report --stats: records of each type perf read, by our names
+local function perf_stats(file, pipe)
+  local cmd = pipe and ("%s report --stats -i - < %s"):format(PERF, file)
+                    or ("%s report --stats -i %s"):format(PERF, file)
+  local counts = {}
+  for line in H.sh(cmd):gmatch("[^\n]*") do
+    local name, n = line:match("^%s*([%u_%d]+) events:%s+(%d+)")
+    if name and name ~= "TOTAL" and not counts[name:lower()] then   -- the aggregate, first
+      counts[name:lower()] = math.tointeger(n)
+    end
+  end
+  return counts
+end
+
 describe("perf.data", function()
   if not have_perf then
     pending("needs the perf tool at " .. PERF)
@@ -91,6 +137,12 @@ describe("perf.data", function()
     os.execute(("%s record -q -o - -e syscalls:sys_enter_openat -c 1 -- ls / 2>/dev/null >%s")
       :format(PERF, tmp("pipe.data")))
     record("-e syscalls:sys_enter_openat,syscalls:sys_enter_close -c 1 -- ls /", tmp("two.data"))
+    -- compressed: a small ring (8 pages), so that the records come in
+    -- many compressed ones, some records spanning two of them
+    local work = "sh -c 'for i in $(seq 3000); do : </dev/null; done; ls -R /usr/share/doc >/dev/null'"
+    record("-z -m 8 -e syscalls:sys_enter_close -c 1 -- " .. work, tmp("z.data"))
+    os.execute(("%s record -q -z -m 8 -o - -e syscalls:sys_enter_close -c 1 -- %s 2>/dev/null >%s")
+      :format(PERF, work, tmp("zpipe.data")))
   end)
 
   teardown(function()
@@ -306,6 +358,243 @@ describe("perf.data", function()
         assert.same({ w.tid, w.time, w.period, w.ips[1] },
                     { got[i].tid, got[i].time, got[i].period, got[i].ip })
       end
+    end)
+  end)
+
+  describe("compressed records (perf record -z)", function()
+    -- perf script's samples as pid, tid, time, cpu
+    local function script_ids(file, pipe)
+      local cmd = pipe and ("%s script -i - -F pid,tid,cpu,time --ns < %s"):format(PERF, file)
+                        or ("%s script -i %s -F pid,tid,cpu,time --ns"):format(PERF, file)
+      local list = {}
+      for line in H.sh(cmd):gmatch("[^\n]*") do
+        local pid, tid, cpu, sec, ns = line:match("^%s*(%d+)/(%d+)%s+%[(%d+)%]%s+(%d+)%.(%d+):")
+        if pid then
+          list[#list + 1] = { pid = math.tointeger(pid), tid = math.tointeger(tid),
+                              cpu = math.tointeger(cpu),
+                              time = math.tointeger(sec) * 1000000000 + math.tointeger(ns) }
+        end
+      end
+      return list
+    end
+
+    local function same_samples(file, pipe)
+      local want = script_ids(file, pipe)
+      local f <close> = assert(data.open(file))
+      local got = {}
+      for r in f:records() do
+        if r.type == "sample" then
+          assert.equal("syscalls:sys_enter_close", r.event)
+          got[#got + 1] = r
+        end
+      end
+      assert.is_true(#want > 3000)
+      assert.equal(#want, #got)
+      by_time(want) by_time(got)
+      for i, w in ipairs(want) do
+        assert.same({ w.pid, w.tid, w.cpu, w.time }, { got[i].pid, got[i].tid, got[i].cpu, got[i].time })
+      end
+      return f
+    end
+
+    it("gives every sample perf script prints, with its pid, tid, cpu and time", function()
+      local f = same_samples(tmp("z.data"))
+      assert.is_true(f.compressed > 10)
+      assert.matches('perf.data ".-z.data" %(normal, compressed, closed, %d+ records', tostring(f))
+    end)
+
+    it("yields each record as the ring decoder decodes the bytes perf decompresses", function()
+      local f <close> = assert(data.open(tmp("z.data")))
+      local a = f.attrs[1].attr
+      local layout = { sample_type = a.sample_type, sample_id_all = a.sample_id_all or false }
+      -- the kernel's records (types below 64); perf dumps them as it
+      -- delivers them, sorted by time within each round: compared as sets
+      local want, got = {}, {}
+      for _, bytes in ipairs(perf_dump(tmp("z.data"))) do
+        if #bytes >= 8 and string.unpack("<I4", bytes) < 64 then
+          want[#want + 1] = serialize(core.decode(bytes, layout))
+        end
+      end
+      for r in f:records() do
+        if r.offset == nil then                  -- not one of perf's own
+          assert.equal("syscalls:sys_enter_close", r.event)
+          r.event = nil
+          got[#got + 1] = serialize(r)
+        end
+      end
+      assert.is_true(#got > 3000)
+      table.sort(want)
+      table.sort(got)
+      assert.same(want, got)
+    end)
+
+    it("yields as many records of each type as perf report --stats counts", function()
+      local f <close> = assert(data.open(tmp("z.data")))
+      local want = perf_stats(tmp("z.data"))
+      assert.equal(f.compressed, want.compressed)
+      want.compressed = nil
+      local got, n = {}, 0
+      for r in f:records() do
+        got[r.type] = (got[r.type] or 0) + 1
+        n = n + 1
+      end
+      assert.same(want, got)
+      assert.equal(f.nrecords, n)
+    end)
+
+    it("samples(field, ...) yields what records() does", function()
+      local f <close> = assert(data.open(tmp("z.data")))
+      local want, got = {}, {}
+      for r in f:records() do
+        if r.type == "sample" then want[#want + 1] = { r.pid, r.tid, r.time, r.cpu } end
+      end
+      for pid, tid, time, cpu in f:samples("pid", "tid", "time", "cpu") do
+        got[#got + 1] = { pid, tid, time, cpu }
+      end
+      assert.is_true(#want > 3000)
+      assert.same(want, got)
+    end)
+
+    it("decodes the header's compressed feature", function()
+      local f <close> = assert(data.open(tmp("z.data")))
+      local c = f.header.compressed
+      assert.equal("zstd", c.type)
+      assert.equal(1, c.level)                       -- -z: level 1
+      assert.equal(9 * 4096, c.mmap_len)             -- -m 8: 8 data pages and the control page
+      assert.is_true(c.ratio >= 1)
+      assert.equal(0, c.version)
+      local plain <close> = assert(data.open(tmp("tp.data")))
+      assert.is_nil(plain.header.compressed)
+      assert.equal(0, plain.compressed)
+    end)
+
+    it("reads pipe mode", function()
+      local f = same_samples(tmp("zpipe.data"), true)
+      assert.is_true(f.pipe)
+      assert.is_true(f.compressed > 10)
+      assert.equal("zstd", f.header.compressed.type)
+      assert.equal("syscalls:sys_enter_close", f.attrs[1].name)
+    end)
+
+    -- the pipe-mode file with its compressed records turned into
+    -- PERF_RECORD_COMPRESSED2 (u64 data_size, then the data, padded to 8),
+    -- as newer perf writes them; `edit(i, rec)` may change the i-th
+    local function as_compressed2(s, edit)
+      local out, pos, i = { s:sub(1, 16) }, 17, 0
+      while pos <= #s do
+        local t, misc, size = string.unpack("<I4I2I2", s, pos)
+        if t == 66 then          -- header_tracing_data: its data follows, padded to 8
+          size = size + ((string.unpack("<I4", s, pos + 8) + 7) & ~7)
+        end
+        local rec = s:sub(pos, pos + size - 1)
+        if t == 81 then
+          i = i + 1
+          local d = rec:sub(9)
+          local pad = (8 - #d % 8) % 8
+          rec = string.pack("<I4I2I2i8", 83, misc, 16 + #d + pad, #d) .. d .. ("\0"):rep(pad)
+          if edit then rec = edit(i, rec) end
+        end
+        out[#out + 1] = rec
+        pos = pos + size
+      end
+      assert(i > 10, "compressed records converted")
+      return table.concat(out)
+    end
+
+    it("reads PERF_RECORD_COMPRESSED2 as newer perf writes it", function()
+      local s = as_compressed2(read_all(tmp("zpipe.data")))
+      local f <close> = assert(data.open(write_all(tmp("z2.data"), s)))
+      local g <close> = assert(data.open(tmp("zpipe.data")))
+      local a, b = {}, {}
+      for r in f:records() do r.offset = nil a[#a + 1] = r end
+      for r in g:records() do r.offset = nil b[#b + 1] = r end
+      assert.is_true(#a > 3000)
+      assert.same(b, a)
+      assert.equal(g.compressed, f.compressed)
+    end)
+
+    it("a truncated or corrupted compressed record: nil and a message naming its offset", function()
+      local s = read_all(tmp("z.data"))
+      local doff, dsize = string.unpack("<i8i8", s, 41)
+      -- the first compressed record
+      local pos = doff + 1
+      while string.unpack("<I4", s, pos) ~= 81 do pos = pos + string.unpack("<I2", s, pos + 6) end
+      local off, size = pos - 1, string.unpack("<I2", s, pos + 6)
+      assert.equal("\x28\xb5\x2f\xfd", s:sub(pos + 8, pos + 11))   -- a zstd frame
+      -- cut inside it: the data section ends there
+      -- (and no feature sections: their index would follow the data)
+      local cut = s:sub(1, 48) .. string.pack("<i8", off + 20 - doff) .. s:sub(57, 72)
+                  .. ("\0"):rep(32) .. s:sub(105, off + 20)
+      local ok, msg = data.open(write_all(tmp("zbad.data"), cut))
+      assert.is_nil(ok)
+      H.assert_has("truncated record at offset " .. off, msg)
+      -- not a zstd frame
+      local bad = s:sub(1, pos + 7) .. "JUNK" .. s:sub(pos + 12)
+      ok, msg = data.open(write_all(tmp("zbad.data"), bad))
+      assert.is_nil(ok)
+      H.assert_has(("compressed record at offset %d: cannot decompress it: "):format(off), msg)
+      -- its header says it is shorter: its data ends inside the frame
+      bad = s:sub(1, pos + 5) .. string.pack("<I2", size - 12) .. s:sub(pos + 8)
+      ok, msg = data.open(write_all(tmp("zbad.data"), bad))
+      assert.is_nil(ok)
+      assert.matches("offset %d+", msg)
+      assert.is_true(dsize > 0)
+    end)
+
+    it("a compressed record holding more than the ring size the header gives", function()
+      local s = read_all(tmp("z.data"))
+      -- the feature index after the data: one {offset, size} per bit set
+      local doff, dsize = string.unpack("<i8i8", s, 41)
+      local at = doff + dsize
+      for bit = 1, data.feature_bits.compressed - 1 do
+        local byte = s:byte(73 + bit // 8)
+        if (byte >> (bit % 8)) & 1 == 1 then at = at + 16 end
+      end
+      local foff = string.unpack("<i8", s, at + 1)
+      assert.equal(9 * 4096, string.unpack("<I4", s, foff + 17))
+      local small = s:sub(1, foff + 16) .. string.pack("<I4", 256) .. s:sub(foff + 21)
+      local ok, msg = data.open(write_all(tmp("zbig.data"), small))
+      assert.is_nil(ok)
+      assert.matches("compressed record at offset %d+: it decompresses to more than 256 bytes", msg)
+      local other = s:sub(1, foff + 4) .. string.pack("<I4", 7) .. s:sub(foff + 9)
+      ok, msg = data.open(write_all(tmp("zbig.data"), other))
+      assert.is_nil(ok)
+      H.assert_has("compression type 7; only zstd (1) is read", msg)
+    end)
+
+    it("a COMPRESSED2 record whose data_size runs past it", function()
+      local s = as_compressed2(read_all(tmp("zpipe.data")), function(i, rec)
+        if i ~= 2 then return rec end
+        return rec:sub(1, 8) .. string.pack("<i8", #rec) .. rec:sub(17)
+      end)
+      local ok, msg = data.open(write_all(tmp("z2bad.data"), s))
+      assert.is_nil(ok)
+      assert.matches("compressed record at offset %d+: its data_size runs past the record", msg)
+    end)
+
+    it("random corruption never crashes: a file or nil and a message", function()
+      local s = read_all(tmp("z.data"))
+      local seed = 4242
+      local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n end
+      local failed = 0
+      for _ = 1, 100 do
+        local b = { s:byte(1, -1) }
+        for _ = 1, 4 do
+          local i = rnd(#b) + 1
+          b[i] = rnd(256)
+        end
+        local chunks = {}
+        for i = 1, #b, 4096 do chunks[#chunks + 1] = string.char(table.unpack(b, i, math.min(i + 4095, #b))) end
+        local f, msg = data.open(write_all(tmp("zfuzz.data"), table.concat(chunks)))
+        if f then
+          pcall(function() for r in f:records() do assert.is_string(r.type) end end)
+          f:close()
+        else
+          assert.matches("offset %d+", msg)
+          failed = failed + 1
+        end
+      end
+      assert.is_true(failed > 0)
     end)
   end)
 

@@ -9,6 +9,12 @@
 -- decodes its records with the ring's decoder; this module names the
 -- events and decodes the plain feature sections (perf's util/header.c:
 -- write_hostname, write_nrcpus, write_event_desc, write_build_id, ...).
+--
+-- A file from `perf record -z` holds most records zstd-compressed
+-- (PERF_RECORD_COMPRESSED and COMPRESSED2): they are decompressed when the
+-- file opens, with libzstd loaded at that first need (`libzstd.so.1`, or
+-- the file `PERF_LUA_LIBZSTD` names), and read as if they had never been
+-- compressed.
 -- The writer is in perf.data_writer.
 -- @module perf.data
 -- @usage
@@ -129,6 +135,15 @@ decoders.pmu_mappings = function(r)
   end
   return list
 end
+-- write_compressed: u32 version, type (1: zstd), level, ratio, and
+-- mmap_len (the ring size: what one compressed record holds at most)
+local compression_types = { [0] = "none", [1] = "zstd" }
+decoders.compressed = function(r)
+  local version, t = r.u32(), r.u32()
+  local level, ratio = r.u32(), r.u32()
+  return { version = version, type = compression_types[t] or t, level = level,
+           ratio = ratio, mmap_len = r.u32() }
+end
 decoders.group_desc = function(r)
   local list = {}
   for i = 1, r.u32() do
@@ -173,12 +188,25 @@ File.__index = File
 File.__name = "perf.data"
 
 --- Opens a perf.data file that perf record (or perf.record) wrote: a
--- normal file or a pipe-mode one, in this machine's byte order.
+-- normal file or a pipe-mode one, in this machine's byte order, its
+-- records compressed (`perf record -z`) or not.
+--
+-- The records of a compressed file are decompressed here, whole (they are
+-- one zstd stream, and a record may span two compressed records): what
+-- they hold comes at their place, in order, and `records()` and
+-- `samples()` yield it exactly as for a file written without `-z`; the
+-- compressed records themselves are not yielded (`compressed` counts them).
+-- One compressed record may not hold more than the ring size the header's
+-- `compressed` feature gives (`mmap_len`, perf's own limit).
 -- @string path the file
 -- @treturn[1] File the file: `attrs` (list of `{ attr =, name =, ids = }`),
--- `header` (the feature sections, decoded where plain)
+-- `header` (the feature sections, decoded where plain; `header.compressed`
+-- is `{ type = "zstd", level =, ratio =, mmap_len =, version = }`),
+-- `compressed` (how many compressed records the file has, 0 for none)
 -- @return[2] nil, message naming the offset of what is wrong (truncated,
--- malformed, the other byte order), errno
+-- malformed, the other byte order, a compressed record that does not
+-- decompress or decompresses to more than `mmap_len`), errno; a compressed
+-- file where libzstd cannot be loaded gives `ENOENT` and what to install
 -- @usage
 -- local f <close> = assert(perf.data.open "perf.data")
 -- for tid, ip in f:samples("tid", "ip") do print(tid, ip) end
@@ -223,7 +251,7 @@ function M.open(path)
   h:set_names(names)
   return setmetatable({
     attrs = attrs, header = header, header_errors = header_errors,
-    pipe = info.pipe, path = path, nrecords = info.nrecords,
+    pipe = info.pipe, path = path, nrecords = info.nrecords, compressed = info.compressed,
     data_offset = info.data_offset, data_size = info.data_size, _h = h,
   }, File)
 end
@@ -276,8 +304,9 @@ File.__gc = File.close
 function File:__tostring()
   local names = {}
   for i, a in ipairs(self.attrs) do names[i] = a.name end
-  return ("perf.data %q (%s%s, %d records, events: %s)"):format(
+  return ("perf.data %q (%s%s%s, %d records, events: %s)"):format(
     self.path, self.pipe and "pipe mode" or "normal",
+    self.compressed > 0 and ", compressed" or "",
     rawget(self, "_h") and "" or ", closed", self.nrecords, table.concat(names, ", "))
 end
 
