@@ -51,11 +51,22 @@ local function by_time(list)
   return list
 end
 
-local function read_all(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
+local read_all = H.read_file
+
+-- s with `flips` random bytes replaced, drawn from a generator seeded
+-- with `seed` (the same corruptions on every run).
+local function corrupt(s, seed, flips)
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n end
+  return function()
+    local b = { s:byte(1, -1) }
+    for _ = 1, flips do
+      local i = rnd(#b) + 1
+      b[i] = rnd(256)
+    end
+    local chunks = {}
+    for i = 1, #b, 4096 do chunks[#chunks + 1] = string.char(table.unpack(b, i, math.min(i + 4095, #b))) end
+    return table.concat(chunks)
+  end
 end
 
 local function write_all(path, s)
@@ -573,19 +584,10 @@ describe("perf.data", function()
     end)
 
     it("random corruption never crashes: a file or nil and a message", function()
-      local s = read_all(tmp("z.data"))
-      local seed = 4242
-      local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n end
+      local next_copy = corrupt(read_all(tmp("z.data")), 4242, 4)
       local failed = 0
       for _ = 1, 100 do
-        local b = { s:byte(1, -1) }
-        for _ = 1, 4 do
-          local i = rnd(#b) + 1
-          b[i] = rnd(256)
-        end
-        local chunks = {}
-        for i = 1, #b, 4096 do chunks[#chunks + 1] = string.char(table.unpack(b, i, math.min(i + 4095, #b))) end
-        local f, msg = data.open(write_all(tmp("zfuzz.data"), table.concat(chunks)))
+        local f, msg = data.open(write_all(tmp("zfuzz.data"), next_copy()))
         if f then
           pcall(function() for r in f:records() do assert.is_string(r.type) end end)
           f:close()
@@ -641,18 +643,9 @@ describe("perf.data", function()
     end)
 
     it("random corruption never crashes: a file or nil and a message", function()
-      local s = read_all(tmp("clk.data"))
-      local seed = 12345
-      local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n end
+      local next_copy = corrupt(read_all(tmp("clk.data")), 12345, 8)
       for _ = 1, 200 do
-        local b = { s:byte(1, -1) }
-        for _ = 1, 8 do
-          local i = rnd(#b) + 1
-          b[i] = rnd(256)
-        end
-        local chunks = {}
-        for i = 1, #b, 4096 do chunks[#chunks + 1] = string.char(table.unpack(b, i, math.min(i + 4095, #b))) end
-        local f, msg = data.open(write_all(tmp("fuzz.data"), table.concat(chunks)))
+        local f, msg = data.open(write_all(tmp("fuzz.data"), next_copy()))
         if f then
           for r in f:records() do assert.is_string(r.type) end
           f:close()

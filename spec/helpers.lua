@@ -109,6 +109,14 @@ function H.tracepoint_id(sys, name)
   return id
 end
 
+-- A file's bytes; raises when it cannot be read.
+function H.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 -- n openat(2) calls: the exact work the openat tracepoint counts.
 function H.opens(n)
   for _ = 1, n do assert(io.open("/dev/null")):close() end

@@ -16,12 +16,7 @@ local function tp()
                             sample_type = { "identifier", "tid", "time" }, disabled = true }))
 end
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = H.read_file
 
 -- the records of a byte string, decoded with ev's layout: samples, tids seen
 local function decode(bytes, ev)
