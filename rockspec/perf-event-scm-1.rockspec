@@ -24,6 +24,11 @@ build = {
   modules = {
     ["perf.core"] = {
       sources = {
+        "csrc/attach.c",
+        "csrc/attach_keys.c",
+        "csrc/attach_lua.c",
+        "csrc/attach_mem.c",
+        "csrc/attach_trace.c",
         "csrc/attr.c",
         "csrc/consts.c",
         "csrc/core.c",
@@ -35,6 +40,7 @@ build = {
         "csrc/exec_hint.c",
         "csrc/group.c",
         "csrc/group_read.c",
+        "csrc/lua_layout.c",
         "csrc/mount.c",
         "csrc/nearest.c",
         "csrc/perfdata.c",
@@ -69,10 +75,13 @@ build = {
     ["perf.cli"] = "lua/perf/cli/init.lua",
     ["perf.cli.list"] = "lua/perf/cli/list.lua",
     ["perf.cli.profile"] = "lua/perf/cli/profile.lua",
+    ["perf.cli.profile_attach"] = "lua/perf/cli/profile_attach.lua",
     ["perf.cli.record"] = "lua/perf/cli/record.lua",
     ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
     ["perf.cli.stat_cgroups"] = "lua/perf/cli/stat_cgroups.lua",
     ["perf.cli.top"] = "lua/perf/cli/top.lua",
+    ["perf.attach"] = "lua/perf/attach.lua",
+    ["perf.attach_target"] = "lua/perf/attach_target.lua",
     ["perf.base"] = "lua/perf/base.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
     ["perf.cgroup"] = "lua/perf/cgroup.lua",
