@@ -182,6 +182,22 @@ describe("perf.data", function()
       assert.matches('perf.data ".-tp.data" %(normal, %d+ records, events: syscalls:sys_enter_openat%)', tostring(f))
     end)
 
+    it("its tables print readably at the prompt, and stay plain tables", function()
+      local f <close> = assert(data.open(tmp("tp.data")))
+      assert.matches('^perf%.data%.attr { attr = {%d+ entries}, ids = {%d+.*}, name = "syscalls:sys_enter_openat" }$',
+                     tostring(f.attrs[1]))
+      assert.matches('^perf%.data%.attrs { {3 entries} }$', tostring(f.attrs))
+      H.assert_has(('perf.data.header { arch = "%s", '):format(f.header.arch), tostring(f.header))
+      H.assert_has(('hostname = "%s"'):format(f.header.hostname), tostring(f.header))
+      assert.matches('^perf%.data%.cmdline { "/usr/bin/perf", "record", "%-q", ', tostring(f.header.cmdline))
+      assert.matches('^perf%.data%.nrcpus { available = %d+, online = %d+ }$', tostring(f.header.nrcpus))
+      assert.equal("syscalls:sys_enter_openat", f.attrs[1].name)
+      assert.equal(PERF, f.header.cmdline[1])
+      local n = 0
+      for _ in pairs(f.header) do n = n + 1 end
+      assert.is_true(n > 10)
+    end)
+
     it("returns nil, message, errno for a file that cannot be read", function()
       local msg, errno = H.fails(data.open(tmp("missing.data")))
       H.assert_has("missing.data", msg)
@@ -342,6 +358,28 @@ describe("perf.data", function()
       for i, w in ipairs(want) do
         assert.same({ w.tid, w.time }, { got[i].tid, got[i].time })
       end
+    end)
+
+    it("a sample no event of the file wrote: samples() raises where it is and why, records() yields it raw", function()
+      local s = read_all(tmp("two.data"))
+      local doff, dsize = string.unpack("<i8i8", s, 41)
+      local f0 <close> = assert(data.open(tmp("two.data")))
+      -- IP|TID|TIME|ID first: the id is the fourth u64 of a sample's body
+      assert.equal(0x47, f0.attrs[1].attr.sample_type & 0x1004f)
+      -- the first sample, its id made unknown
+      local pos = doff + 1
+      while string.unpack("<I4", s, pos) ~= 9 do pos = pos + string.unpack("<I2", s, pos + 6) end
+      assert.is_true(pos < doff + dsize)
+      local bad = s:sub(1, pos + 31) .. string.pack("<I8", 0x7fffffff12345) .. s:sub(pos + 40)
+      local f <close> = assert(data.open(write_all(tmp("badid.data"), bad)))
+      local ok, err = pcall(function() for _ in f:samples("tid") do end end)
+      assert.is_false(ok)
+      assert.matches(("sample record at offset 0x%x: record id matches no event of this file$"):format(pos - 1), err)
+      assert.is_nil(err:find("ok:", 1, true))
+      local raw
+      for r in f:records() do if r.type == "sample" and r.error then raw = r break end end
+      assert.matches("record id matches no event of this file$", raw.error)
+      assert.equal("string", type(raw.raw))
     end)
 
     it("a record from the file equals the one the ring decoder makes of its bytes", function()

@@ -198,6 +198,13 @@ describe("perf.record", function()
       assert.equal(r.samples, m)
       assert.equal(H.sh("uname -n"):gsub("\n", ""), f.header.hostname)
       assert.same({ "perf-lua", "record", "ls", "/" }, f.header.cmdline)
+      -- another command line, as a front gives it
+      assert(perf.record({ "true" }, "syscalls:sys_enter_openat",
+                         { output = file, cmdline = { "my-tool", "-x", "true" } }))
+      local g <close> = assert(perf.data.open(file))
+      assert.same({ "my-tool", "-x", "true" }, g.header.cmdline)
+      assert.has_error(function() perf.record({ "true" }, "cpu-clock", { cmdline = "x" }) end,
+                       "perf.record: cmdline must be a list of strings")
     end)
 
     it("perf report shows the commands and DSOs a perf record of the same work shows", function()
@@ -287,6 +294,16 @@ describe("perf.record", function()
         :format(max, max * 2, max), out)
       local f <close> = assert(perf.data.open(file))
       assert.equal(max, f.attrs[1].attr.sample_freq)
+    end)
+
+    it("keeps its whole command line in the header's cmdline, options too, as perf record", function()
+      local file = tmp("cmdline.data")
+      local out, how, code = example(("-n 3 -o %s -g -- true"):format(file))
+      assert.same({ "exit", 0 }, { how, code }, out)
+      local f <close> = assert(perf.data.open(file))
+      assert.same({ "perf-lua", "record", "-n", "3", "-o", file, "-g", "--", "true" }, f.header.cmdline)
+      local shown = H.sh(("%s report -i %s --header-only 2>/dev/null"):format(PERF, file))
+      H.assert_has(("# cmdline : perf-lua record -n 3 -o %s -g -- true"):format(file), shown)
     end)
 
     it("exits as perf record: the command's status, or by the signal that ended it", function()

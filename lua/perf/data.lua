@@ -243,9 +243,12 @@ function M.open(path, opts)
   for bit, bytes in pairs(info.features) do
     local name = M.features[bit] or ("feature_" .. bit)
     local v, err = decode_feature(name, bytes)
+    -- printable at the prompt (API "Printing at the prompt")
+    if type(v) == "table" and getmetatable(v) == nil then core.show(v, "perf.data." .. name) end
     header[name] = v
     if err then header_errors[name] = err end
   end
+  core.show(header, "perf.data.header")
   -- names: event_desc (by ids), then event_update records, then the attr
   local by_id = {}
   if type(header.event_desc) == "table" then
@@ -267,9 +270,10 @@ function M.open(path, opts)
       name = header.event_desc[i].name
     end
     name = name or attr_name(a.attr)
-    attrs[i] = { attr = a.attr, ids = a.ids, name = name }
+    attrs[i] = core.show({ attr = a.attr, ids = a.ids, name = name }, "perf.data.attr")
     names[i] = name
   end
+  core.show(attrs, "perf.data.attrs")
   h:set_names(names)
   return setmetatable({
     attrs = attrs, header = header, header_errors = header_errors,

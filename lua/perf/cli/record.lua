@@ -104,7 +104,8 @@ if opts.hz and max_rate and opts.hz > max_rate then
 end
 local function record()
   return perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
-    callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress })
+    callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress,
+    cmdline = { "perf-lua", "record", table.unpack(arg) } })
 end
 local result, msg, errno = record()
 -- no such event here: cycles falls back to cpu-clock, as perf's does
