@@ -85,25 +85,19 @@ static int f_tostring(lua_State *L) {
 ** records, into the tables at -2 (features) and -1 (meta) */
 static void info_records(lua_State *L, const dfile *f) {
   lua_Integer nmeta = 0;
-  for (size_t i = 0; i < f->nstreams; i++) {
-    const dstream *s = &f->streams[i];
-    for (size_t off = 0; off < s->rec_len;) {
-      const unsigned char *p = s->rec + off;
-      size_t size = pl_u16at(p + 6);
-      uint64_t extra;
-      pl_data_payload(p, size, &extra);
-      uint32_t type = pl_u32at(p);
-      if (type == U_HEADER_FEATURE && size >= 16) {
-        uint64_t bit = pl_u64at(p + 8);
-        if (bit > 0 && bit < 256) {
-          lua_pushlstring(L, (const char *)p + 16, size - 16);
-          lua_rawseti(L, -3, (lua_Integer)bit);
-        }
-      } else if (type == U_EVENT_UPDATE) {
-        lua_pushlstring(L, (const char *)p, size);
-        lua_rawseti(L, -2, ++nmeta);
+  for (size_t i = 0; i < f->nmeta; i++) {
+    const dstream *s = &f->streams[f->meta[i].stream];
+    const unsigned char *p = s->rec + f->meta[i].at;
+    size_t size = pl_u16at(p + 6);
+    if (pl_u32at(p) == U_HEADER_FEATURE && size >= 16) {
+      uint64_t bit = pl_u64at(p + 8);
+      if (bit > 0 && bit < 256) {
+        lua_pushlstring(L, (const char *)p + 16, size - 16);
+        lua_rawseti(L, -3, (lua_Integer)bit);
       }
-      off += size + (size_t)extra;
+    } else if (pl_u32at(p) == U_EVENT_UPDATE) {
+      lua_pushlstring(L, (const char *)p, size);
+      lua_rawseti(L, -2, ++nmeta);
     }
   }
 }
@@ -212,7 +206,12 @@ long pl_data_attr(const dfile *f, const unsigned char *p, size_t size, const cha
 
 /* ---- iterators ---- */
 
+/* A field samples() reads at a fixed offset of a sample: where, and how */
+enum { FX_U64, FX_S32, FX_U32 };
+#define FX(off, kind) ((int32_t)((off) << 2 | (kind)))
+
 typedef struct diter {
+  dfile *f;                     /* the file (uv1 keeps it alive) */
   size_t stream, off;           /* the next record: in file order */
   size_t idx;                   /* ... or f->order[idx] */
   int nfields;
@@ -226,6 +225,8 @@ typedef struct diter {
   const dstream *gs;
   size_t gat;
   size_t nprev;
+  int32_t *fixed;               /* samples(): per attr, each field's FX, then the
+                                ** bytes a sample needs for them; or NULL */
   uint64_t prev[];              /* by id entry: the value read before */
 } diter;
 
@@ -278,9 +279,8 @@ static long next_member(const dfile *f, diter *it, pl_record *rec) {
   return -1;
 }
 
-/* Yields the record (or the fields) of rec, attr a; uv1 of the iterator
-** is the file, at fidx. */
-static int yield(lua_State *L, diter *it, int fidx, const pl_record *rec, int status,
+/* Yields the record (or the fields) of rec, attr a. */
+static int yield(lua_State *L, diter *it, const pl_record *rec, int status,
                  const char *why, long a) {
   if (it->nfields) {
     luaL_checkstack(L, it->nfields, "too many fields");
@@ -289,34 +289,96 @@ static int yield(lua_State *L, diter *it, int fidx, const pl_record *rec, int st
     return it->nfields;
   }
   int t = 0;
-  if (it->reuse) {
-    lua_getiuservalue(L, lua_upvalueindex(1), 2);
+  if (it->reuse) {                      /* on the stack: pl_record_push settles there */
+    lua_pushvalue(L, lua_upvalueindex(3));
     t = lua_gettop(L);
   }
   pl_record_push(L, rec, status, why, t, it->reuse ? &it->keys : NULL);
-  int top = lua_gettop(L);
-  /* rec.event: the name of the attr (uv1 of the file) */
-  if (lua_getiuservalue(L, fidx, 1) == LUA_TTABLE && a >= 0)
-    lua_rawgeti(L, -1, a + 1);
+  /* rec.event: the name of the attr */
+  lua_pushliteral(L, "event");
+  if (a >= 0 && lua_type(L, lua_upvalueindex(2)) == LUA_TTABLE)
+    lua_rawgeti(L, lua_upvalueindex(2), a + 1);
   else
     lua_pushnil(L);
-  lua_setfield(L, top, "event");
-  lua_settop(L, top);
+  lua_rawset(L, -3);
   return 1;
 }
 
-/* uv1 = file, uv2 = reused table */
+/* The fields samples() reads straight from a sample, at offsets fixed by
+** its attr's sample_type (perf_output_sample's order: identifier, ip,
+** pid/tid, time, addr, id, stream_id, cpu/res, period, then the parts of
+** variable size): the FX of `name`, or -1. */
+static int32_t fixed_field(uint64_t st, const char *name, size_t *end) {
+  static const uint64_t order[] = { PL_S_IDENTIFIER, PL_S_IP, PL_S_TID, PL_S_TIME,
+    PL_S_ADDR, PL_S_ID, PL_S_STREAM_ID, PL_S_CPU, PL_S_PERIOD };
+  size_t at[9], off = 8;
+  for (int i = 0; i < 9; i++) {
+    at[i] = off;
+    if (st & order[i]) off += 8;
+  }
+  *end = off;
+  static const struct { const char *name; int i, kind, shift; } fx[] = {
+    { "identifier", 0, FX_U64, 0 }, { "ip", 1, FX_U64, 0 }, { "pid", 2, FX_S32, 0 },
+    { "tid", 2, FX_S32, 4 }, { "time", 3, FX_U64, 0 }, { "addr", 4, FX_U64, 0 },
+    { "stream_id", 6, FX_U64, 0 }, { "cpu", 7, FX_U32, 0 }, { "period", 8, FX_U64, 0 },
+  };
+  if (strcmp(name, "id") == 0)
+    return FX(at[(st & PL_S_ID) ? 5 : 0], FX_U64);
+  for (size_t k = 0; k < sizeof fx / sizeof *fx; k++)
+    if (strcmp(name, fx[k].name) == 0) return FX(at[fx[k].i] + fx[k].shift, fx[k].kind);
+  return -1;
+}
+
+/* samples() on the fast path: the next sample's fields read where they
+** lie, without decoding it. Returns the number of values pushed; 0 to
+** leave the sample at the iterator's position to the decoding path (a
+** sample split by group reads, a short one, one no event wrote), or at
+** the end. */
+static int fast_sample(lua_State *L, diter *it) {
+  const dfile *f = it->f;
+  const dstream *s;
+  size_t at, save_stream = it->stream, save_off = it->off, save_idx = it->idx;
+  while (next_record(f, it, &s, &at)) {
+    const unsigned char *p = s->rec + at;
+    if (pl_u32at(p) != PL_REC_SAMPLE) {
+      save_stream = it->stream, save_off = it->off, save_idx = it->idx;
+      continue;
+    }
+    size_t size = pl_u16at(p + 6);
+    const char *why;
+    long a = pl_data_attr(f, p, size, &why);
+    const int32_t *fx = a >= 0 ? it->fixed + (size_t)a * (size_t)(it->nfields + 1) : NULL;
+    if (!fx || fx[it->nfields] < 0 || size < (size_t)fx[it->nfields]) break;
+    luaL_checkstack(L, it->nfields, "too many fields");
+    for (int i = 0; i < it->nfields; i++) {
+      const unsigned char *v = p + (fx[i] >> 2);
+      switch (fx[i] & 3) {
+      case FX_U64: lua_pushinteger(L, (lua_Integer)pl_u64at(v)); break;
+      case FX_S32: lua_pushinteger(L, (int32_t)pl_u32at(v)); break;
+      default: lua_pushinteger(L, (lua_Integer)pl_u32at(v)); break;
+      }
+    }
+    return it->nfields;
+  }
+  it->stream = save_stream, it->off = save_off, it->idx = save_idx;
+  return 0;
+}
+
+/* upvalues: the iterator (uv1: the file, uv2: the reused table), the
+** event names, the reused table or nil */
 static int iter_step(lua_State *L) {
   diter *it = lua_touserdata(L, lua_upvalueindex(1));
   if (it->done) { lua_pushnil(L); return 1; }
-  lua_getiuservalue(L, lua_upvalueindex(1), 1);
-  int fidx = lua_gettop(L);
-  dfile *f = lua_touserdata(L, fidx);
+  dfile *f = it->f;
   if (!f->open) return luaL_error(L, "attempt to use a closed perf.data file");
+  if (it->fixed) {
+    int n = fast_sample(L, it);
+    if (n) return n;
+  }
   pl_record rec;
   if (it->group) {
     long a = next_member(f, it, &rec);
-    if (a >= 0) return yield(L, it, fidx, &rec, PL_DECODE_OK, NULL, a);
+    if (a >= 0) return yield(L, it, &rec, PL_DECODE_OK, NULL, a);
   }
   const dstream *s;
   size_t at;
@@ -351,7 +413,7 @@ static int iter_step(lua_State *L) {
       a = next_member(f, it, &rec);
       if (a < 0) continue;
     }
-    return yield(L, it, fidx, &rec, status, why, a);
+    return yield(L, it, &rec, status, why, a);
   }
   it->done = 1;
   lua_pushnil(L);
@@ -372,28 +434,47 @@ static int splits(const dfile *f) {
   return 0;
 }
 
-static diter *new_iter(lua_State *L, const dfile *f) {
+static diter *new_iter(lua_State *L, dfile *f, size_t nfixed) {
   size_t nprev = splits(f) ? f->nids : 0;
-  diter *it = lua_newuserdatauv(L, sizeof *it + nprev * sizeof it->prev[0], 2);
-  memset(it, 0, sizeof *it + nprev * sizeof it->prev[0]);
+  size_t size = sizeof(diter) + nprev * sizeof(uint64_t) + nfixed * sizeof(int32_t);
+  diter *it = lua_newuserdatauv(L, size, 2);
+  memset(it, 0, size);
+  it->f = f;
   it->nprev = nprev;
+  if (nfixed) it->fixed = (int32_t *)(it->prev + nprev);
   luaL_setmetatable(L, PL_DATA_ITER_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   return it;
 }
 
+/* The generic for's values for the iterator on top: the step function
+** (its upvalues: the iterator, the file's event names, the reused table
+** at `reuse` or nil), the iterator, nil, and the iterator again to close. */
+static int push_iter(lua_State *L, int reuse) {
+  int it = lua_gettop(L);
+  lua_pushvalue(L, it);
+  lua_getiuservalue(L, 1, 1);                   /* the names (f:set_names) */
+  if (reuse) lua_pushvalue(L, reuse);
+  else lua_pushnil(L);
+  lua_pushcclosure(L, iter_step, 3);
+  lua_insert(L, it);
+  lua_pushnil(L);
+  lua_pushvalue(L, it + 1);
+  return 4;
+}
+
 /* f:records([t]) */
 static int f_records(lua_State *L) {
   dfile *f = check_file(L, 1);
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  diter *it = new_iter(L, f);
+  diter *it = new_iter(L, f, 0);
   if (lua_istable(L, 2)) {
     lua_pushvalue(L, 2);
     lua_setiuservalue(L, -2, 2);
     it->reuse = 1;
   }
-  return pl_push_for(L, iter_step);
+  return push_iter(L, it->reuse ? 2 : 0);
 }
 
 /* f:samples(field, ...) */
@@ -411,10 +492,23 @@ static int f_samples(lua_State *L) {
                           "every event of this file", pl_sample_field_names[k]);
     fields[i - 2] = (unsigned char)k;
   }
-  diter *it = new_iter(L, f);
+  /* the fast path, where every field lies at a fixed offset */
+  size_t nfixed = f->nattrs <= 4096 ? f->nattrs * (size_t)top : 0;
+  diter *it = new_iter(L, f, nfixed);
   it->nfields = top - 1;
   memcpy(it->fields, fields, (size_t)it->nfields);
-  return pl_push_for(L, iter_step);
+  for (size_t j = 0; j < f->nattrs && it->fixed; j++) {
+    int32_t *fx = it->fixed + j * (size_t)top;
+    size_t end = 0;
+    uint64_t st = f->lays[j].sample_type;
+    fx[it->nfields] = (it->nprev && (st & PL_S_READ)) ? -1 : 0;   /* split: decoded */
+    for (int i = 0; i < it->nfields; i++) {
+      fx[i] = fixed_field(st, pl_sample_field_names[fields[i]], &end);
+      if (fx[i] < 0) fx[it->nfields] = -1;
+    }
+    if (fx[it->nfields] == 0) fx[it->nfields] = (int32_t)end;
+  }
+  return push_iter(L, 0);
 }
 
 /* ---- writing: what perf.data_writer needs from C ---- */

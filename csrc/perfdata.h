@@ -57,6 +57,8 @@ typedef struct dstream {
   const unsigned char *rec;     /* the records read */
   size_t rec_len;
   unsigned char *inflated;      /* compressed records replaced by theirs; or NULL */
+  unsigned char *building;      /* inflated while it is built (freed with the
+                                ** file if a Lua error ends the open) */
   segment *segs;                /* for inflated: where its records come from */
   size_t nsegs, segcap;
   size_t ncompressed;           /* compressed records walk() saw */
@@ -90,11 +92,15 @@ typedef struct dfile {
   id_entry *ids;                /* sorted by id */
   size_t nids;
   size_t feat_off[256], feat_size[256];   /* normal layout: sections */
+  dpos *meta;                   /* header_feature and event_update records */
+  size_t nmeta, metacap;
   char *note;                   /* what was cut, damaged or skipped; or NULL */
   int stopped;                  /* the records stop before their end */
   uint64_t stop_off;            /* ... at this offset of stop_src */
   size_t stop_src;
   pl_zstd *zs;                  /* a stream's zstd state, while it opens */
+  char **dnames;                /* a directory's data.N names, while it opens */
+  size_t ndnames;
 } dfile;
 
 /* Reads and checks the file at path into f (zeroed): 0, or -1 with

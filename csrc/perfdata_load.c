@@ -144,8 +144,13 @@ void pl_data_free(dfile *f) {
   f->zs = NULL;
   for (size_t i = 0; i < f->nstreams; i++) {
     free(f->streams[i].inflated);
+    free(f->streams[i].building);
     free(f->streams[i].segs);
   }
+  for (size_t i = 0; i < f->ndnames; i++) free(f->dnames[i]);
+  free(f->dnames);
+  f->dnames = NULL;
+  f->ndnames = 0;
   free(f->streams);
   f->streams = NULL;
   f->nstreams = 0;
@@ -159,6 +164,9 @@ void pl_data_free(dfile *f) {
   f->srcs = NULL;
   f->nsrcs = 0;
   free(f->order);
+  free(f->meta);
+  f->meta = NULL;
+  f->nmeta = f->metacap = 0;
   free(f->attrs);
   free(f->attr_off);
   free(f->lays);
@@ -267,7 +275,9 @@ static long add_source(dfile *f, const char *path, int *err) {
   if (S_ISREG(st.st_mode)) {
     s->len = (size_t)st.st_size;
     if (s->len) {
-      void *m = mmap(NULL, s->len, PROT_READ, MAP_PRIVATE, fd, 0);
+      /* populated at once: the framing check reads every page anyway, and
+      ** one mmap maps them faster than a fault per page */
+      void *m = mmap(NULL, s->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
       if (m != MAP_FAILED) {
         s->base = m;
         s->mapped = 1;
@@ -448,12 +458,26 @@ static size_t frame(lua_State *L, const dstream *s, size_t at) {
   return size + (size_t)extra;
 }
 
+/* Keeps where a header_feature or event_update record is, for f:info(). */
+static int add_meta(dfile *f, size_t stream, size_t at) {
+  if (f->nmeta == f->metacap) {
+    size_t want = f->metacap ? 2 * f->metacap : 16;
+    dpos *v = realloc(f->meta, want * sizeof *v);
+    if (!v) return -1;
+    f->meta = v;
+    f->metacap = want;
+  }
+  f->meta[f->nmeta++] = (dpos){ 0, at, stream };
+  return 0;
+}
+
 /* Checks the framing of every record of stream s, stopping at the first
 ** that does not frame; in pipe mode collects the attrs. 0, or -1 with
 ** nil, message, errno pushed (out of memory). */
 static int walk(lua_State *L, dfile *f, dstream *s, const char *path) {
-  size_t off = 0;
+  size_t off = 0, self = (size_t)(s - f->streams);
   s->nrecords = s->ncompressed = 0;
+  while (f->nmeta && f->meta[f->nmeta - 1].stream == self) f->nmeta--;   /* walked again */
   while (off < s->rec_len) {
     const unsigned char *p = s->rec + off;
     size_t n = frame(L, s, off);
@@ -461,6 +485,8 @@ static int walk(lua_State *L, dfile *f, dstream *s, const char *path) {
     size_t size = pl_u16at(p + 6);
     uint32_t type = pl_u32at(p);
     if (type == U_COMPRESSED || type == U_COMPRESSED2) s->ncompressed++;
+    if ((type == U_HEADER_FEATURE || type == U_EVENT_UPDATE) && add_meta(f, self, off) < 0)
+      return out_of_memory(L, path);
     if (f->pipe && type == U_HEADER_ATTR) {
       uint32_t asize = size >= 16 ? pl_u32at(p + 12) : 0;
       if (asize == 0) asize = ATTR_SIZE_VER0;
@@ -526,7 +552,7 @@ static int put_plain(inflater *z, dstream *s, const unsigned char *p, size_t n,
     size_t want = z->len + n > 2 * z->cap ? z->len + n : 2 * z->cap;
     unsigned char *q = realloc(z->o, want ? want : 1);
     if (!q) return -1;
-    z->o = q;
+    z->o = s->building = q;
     z->cap = want;
   }
   memmove(z->o + z->done + n, z->o + z->done, z->len - z->done);
@@ -568,7 +594,9 @@ static int put_compressed(lua_State *L, dfile *f, dstream *s, inflater *z,
       return -1;
     }
   }
-  if (pl_zstd_inflate(f->zs, src, (size_t)srclen, &z->o, &z->len, &z->cap, z->limit, &why) < 0) {
+  int rc = pl_zstd_inflate(f->zs, src, (size_t)srclen, &z->o, &z->len, &z->cap, z->limit, &why);
+  s->building = z->o;                   /* before any Lua call: it may raise */
+  if (rc < 0) {
     if (strcmp(why, "out of memory") == 0) return out_of_memory(L, path);
     if (strcmp(why, "more than limit") == 0)
       lua_pushfstring(L, "it decompresses to more than %I bytes, the ring size the "
@@ -627,9 +655,10 @@ static int inflate_stream(lua_State *L, dfile *f, dstream *s, const char *path) 
   }
   pl_zstd_free(f->zs);                    /* its part is done */
   f->zs = NULL;
-  if (rc < 0) { free(z.o); return -1; }
-  if (!z.o && !(z.o = malloc(1))) return out_of_memory(L, path);
+  if (rc < 0) { free(z.o); s->building = NULL; return -1; }
+  if (!z.o && !(z.o = s->building = malloc(1))) return out_of_memory(L, path);
   s->inflated = z.o;
+  s->building = NULL;
   s->rec = z.o;
   s->rec_len = z.done;
   if (rc == 1 || z.done != z.len) {
@@ -669,37 +698,38 @@ static int open_data_files(lua_State *L, dfile *f, const char *dir) {
     lua_remove(L, -4);
     return -1;
   }
-  char **names = NULL;
-  size_t n = 0;
   int rc = 0;
   struct dirent *e;
-  while ((e = readdir(d)) && n < MAX_DATA_FILES) {
+  while ((e = readdir(d)) && f->ndnames < MAX_DATA_FILES) {     /* no Lua call while d is open */
     const char *s = e->d_name;
     if (strncmp(s, "data.", 5) || !s[5] || strspn(s + 5, "0123456789") != strlen(s + 5))
       continue;
-    char **v = realloc(names, (n + 1) * sizeof *v);
+    char **v = realloc(f->dnames, (f->ndnames + 1) * sizeof *v);
     if (!v) { rc = -1; break; }
-    names = v;
-    if (!(names[n] = strdup(s))) { rc = -1; break; }
-    n++;
+    f->dnames = v;
+    if (!(v[f->ndnames] = strdup(s))) { rc = -1; break; }
+    f->ndnames++;
   }
   closedir(d);
-  if (rc == 0 && n) qsort(names, n, sizeof *names, cmp_name);
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    lua_pushfstring(L, "%s/%s", dir, names[i]);
+  if (rc == 0 && f->ndnames) qsort(f->dnames, f->ndnames, sizeof *f->dnames, cmp_name);
+  for (size_t i = 0; rc == 0 && i < f->ndnames; i++) {
+    const char *name = f->dnames[i];
+    lua_pushfstring(L, "%s/%s", dir, name);
     int err = 0;
     long src = add_source(f, lua_tostring(L, -1), &err);
     lua_pop(L, 1);
     if (src < 0) {
       if (err == ENOMEM) rc = -1;
-      else note(L, f, "%s/%s: %s (not read)", dir, names[i], strerror(err ? err : EISDIR));
+      else note(L, f, "%s/%s: %s (not read)", dir, name, strerror(err ? err : EISDIR));
       continue;
     }
     const dsource *s = &f->srcs[src];
     if (s->len && !add_stream(f, (size_t)src, 0, s->len)) rc = -1;
   }
-  for (size_t i = 0; i < n; i++) free(names[i]);
-  free(names);
+  for (size_t i = 0; i < f->ndnames; i++) free(f->dnames[i]);
+  free(f->dnames);
+  f->dnames = NULL;
+  f->ndnames = 0;
   return rc < 0 ? out_of_memory(L, dir) : 0;
 }
 

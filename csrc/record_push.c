@@ -531,7 +531,11 @@ void pl_record_push(lua_State *L, const pl_record *r, int status,
   P.L = L;
   P.set.bits[0] = P.set.bits[1] = 0;
   if (t == 0) {
-    lua_createtable(L, 0, r->type == PL_REC_SAMPLE ? 9 : 8);
+    /* room for every key it will have, `event` too: no rehash while
+    ** filling (a sample: the header's three, one a sample_type bit, pid) */
+    int n = r->type == PL_REC_SAMPLE && r->layout
+              ? 5 + __builtin_popcountll(r->layout->sample_type) : 12;
+    lua_createtable(L, 0, n);
     P.t = lua_gettop(L);
   } else {
     P.t = lua_absindex(L, t);

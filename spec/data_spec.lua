@@ -293,6 +293,26 @@ describe("perf.data", function()
       assert.has_error(function() f:samples("nosuch") end)
     end)
 
+    it("samples(field, ...): fields read in place and fields decoded agree with records()", function()
+      local f <close> = assert(data.open(tmp("tp.data")))
+      local want, got = {}, {}
+      for r in f:records() do
+        if r.type == "sample" then
+          want[#want + 1] = { r.cpu, r.pid, r.period, r.raw, r.cpumode, r.time }
+        end
+      end
+      for cpu, pid, period, raw, cpumode, time in f:samples("cpu", "pid", "period", "raw", "cpumode", "time") do
+        got[#got + 1] = { cpu, pid, period, raw, cpumode, time }
+      end
+      assert.is_true(#want > 5)
+      assert.same(want, got)
+      local fast = {}
+      for cpu, pid, period, time in f:samples("cpu", "pid", "period", "time") do
+        fast[#fast + 1] = { cpu, pid, period, time }
+      end
+      for i, w in ipairs(want) do assert.same({ w[1], w[2], w[3], w[6] }, fast[i]) end
+    end)
+
     it("a reused table is refilled and cleared between records", function()
       local f <close> = assert(data.open(tmp("tp.data")))
       local t, n = {}, 0
@@ -358,6 +378,16 @@ describe("perf.data", function()
       for i, w in ipairs(want) do
         assert.same({ w.tid, w.time }, { got[i].tid, got[i].time })
       end
+      -- the id read in place names the same event as the record's
+      local ids, k = {}, 0
+      for _, a in ipairs(f.attrs) do for _, id in ipairs(a.ids) do ids[id] = a.name end end
+      local order = {}
+      for r in f:records() do if r.type == "sample" then order[#order + 1] = r end end
+      for id, time in f:samples("id", "time") do
+        k = k + 1
+        assert.same({ order[k].event, order[k].time }, { ids[id], time })
+      end
+      assert.equal(#order, k)
     end)
 
     it("a sample no event of the file wrote: samples() raises where it is and why, records() yields it raw", function()
