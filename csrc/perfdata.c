@@ -294,8 +294,8 @@ static int yield(lua_State *L, diter *it, const pl_record *rec, int status,
     t = lua_gettop(L);
   }
   pl_record_push(L, rec, status, why, t, it->reuse ? &it->keys : NULL);
-  /* rec.event: the name of the attr */
-  lua_pushliteral(L, "event");
+  /* rec.event: the name of the attr (the key: upvalue 4) */
+  lua_pushvalue(L, lua_upvalueindex(4));
   if (a >= 0 && lua_type(L, lua_upvalueindex(2)) == LUA_TTABLE)
     lua_rawgeti(L, lua_upvalueindex(2), a + 1);
   else
@@ -364,8 +364,8 @@ static int fast_sample(lua_State *L, diter *it) {
   return 0;
 }
 
-/* upvalues: the iterator (uv1: the file, uv2: the reused table), the
-** event names, the reused table or nil */
+/* upvalues: the iterator (uv1: the file), the event names, the reused
+** table or nil, the key "event" */
 static int iter_step(lua_State *L) {
   diter *it = lua_touserdata(L, lua_upvalueindex(1));
   if (it->done) { lua_pushnil(L); return 1; }
@@ -457,7 +457,8 @@ static int push_iter(lua_State *L, int reuse) {
   lua_getiuservalue(L, 1, 1);                   /* the names (f:set_names) */
   if (reuse) lua_pushvalue(L, reuse);
   else lua_pushnil(L);
-  lua_pushcclosure(L, iter_step, 3);
+  lua_pushliteral(L, "event");
+  lua_pushcclosure(L, iter_step, 4);
   lua_insert(L, it);
   lua_pushnil(L);
   lua_pushvalue(L, it + 1);
