@@ -105,18 +105,24 @@ local sides = {
       node_tp and "--collector.perf.tracepoint=syscalls:sys_enter_openat " or "", node_port)), port = node_port },
 }
 local hz = tonumber(sh("getconf CLK_TCK")) or 100
-for _, s in ipairs(sides) do
-  s.get, s.us = client(s.port), {}
-  for _ = 1, 50 do s.get() end                     -- warm up
-  s.body = s.get()
-  s.ticks = cpu_ticks(s.pid)
-end
-for i = 1, N do
+local measured, err = pcall(function()
   for _, s in ipairs(sides) do
-    local t0 = socket.gettime()
-    s.get()
-    s.us[i] = (socket.gettime() - t0) * 1e6
+    s.get, s.us = client(s.port), {}
+    for _ = 1, 50 do s.get() end                   -- warm up
+    s.body = s.get()
+    s.ticks = cpu_ticks(s.pid)
   end
+  for i = 1, N do
+    for _, s in ipairs(sides) do
+      local t0 = socket.gettime()
+      s.get()
+      s.us[i] = (socket.gettime() - t0) * 1e6
+    end
+  end
+end)
+if not measured then                               -- neither server is left running
+  for _, s in ipairs(sides) do os.execute(("kill %d 2>/dev/null"):format(s.pid)) end
+  error(err, 0)
 end
 print(("scraping /metrics: %d scrapes each, alternating, one keep-alive connection each, CPUs %s (%s)")
   :format(N, CPUS, os.date("!%Y-%m-%d %H:%M UTC")))

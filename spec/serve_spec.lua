@@ -202,3 +202,65 @@ describe("perf-lua serve, in-process", function()
     end
   end)
 end)
+
+describe("perf.server, stepped in this process", function()
+  -- A request sent, the server stepped until the client has its answer.
+  local function ask(srv, raw)
+    local c = assert(socket.connect("127.0.0.1", srv.port))
+    c:send(raw)
+    c:settimeout(0)
+    local got = ""
+    for _ = 1, 200 do
+      srv:step(0.02)
+      local data, err, partial = c:receive(65536)
+      got = got .. (data or partial or "")
+      if err == "closed" then break end
+    end
+    c:close()
+    return got
+  end
+
+  it("serves from a program's own loop, logging through opts.log", function()
+    local lines = {}
+    local srv <close> = assert(perf.server { listen = "127.0.0.1:0", events = "page-faults",
+      log = function(line) lines[#lines + 1] = line end })
+    assert.matches("^listening on http://127%.0%.0%.1:" .. srv.port .. "/metrics", lines[1])
+    local got = ask(srv, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert.matches("^HTTP/1%.1 200 OK\r\n", got)
+    assert.matches(('perf_page_faults_total{pid="%d"} %%d+\n'):format(H.PID), got)
+    assert.matches("^perf%.server %(127%.0%.0%.1:%d+, [01] connections%)$", tostring(srv))
+    local msg = H.fails(perf.server { listen = "127.0.0.1:" .. srv.port, events = "page-faults", log = false })
+    H.assert_has(("cannot listen on 127.0.0.1:%d: address already in use"):format(srv.port), msg)
+  end)
+
+  it("logs an error in a request's handling, closes that connection, and serves on", function()
+    local lines = {}
+    local srv <close> = assert(perf.server { listen = "127.0.0.1:0", events = "page-faults",
+      log = function(line) lines[#lines + 1] = line end })
+    local http = require "perf.serve_http"
+    local parse = http.parse
+    http.parse = function() error("a bug") end
+    local ok, got = pcall(ask, srv, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    http.parse = parse
+    assert(ok, got)
+    assert.equal("", got)
+    assert.matches("^error: .*a bug$", lines[#lines])
+    assert.matches("^HTTP/1%.1 200 OK\r\n", ask(srv, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+  end)
+
+  it("answers 503 past max_clients, and closes everything (fds back)", function()
+    local before = H.fd_count()
+    local srv = assert(perf.server { listen = "127.0.0.1:0", events = "page-faults", max_clients = 1,
+      log = false })
+    local first = assert(socket.connect("127.0.0.1", srv.port))
+    srv:step(0.05)
+    assert.matches("^HTTP/1%.1 503 Service Unavailable\r\n", ask(srv, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
+    first:close()
+    srv:close()
+    srv:close()
+    assert.equal(before, H.fd_count())
+    assert.error_matches(function() srv:step(0) end, "closed perf.server")
+    assert.error_matches(function() perf.server { listen = "nowhere" } end, "is not ADDR:PORT")
+    assert.error_matches(function() perf.server { timeout = 0 } end, "timeout must be a positive")
+  end)
+end)

@@ -34,6 +34,11 @@ M.DEFAULT_LISTEN = "127.0.0.1:9464"
 M.NO_SOCKET = "needs LuaSocket for Lua 5.4, which is not installed: install Debian's "
   .. "lua-socket (apt-get install lua-socket) or LuaRocks' luasocket"
 
+-- LuaSocket's bind errors (strerror's words) to their Linux errno
+local BIND_ERRNO = { ["address already in use"] = 98, ["permission denied"] = 13,
+  ["cannot assign requested address"] = 99, ["host or service not provided, or not known"] = 22,
+  ["Name or service not known"] = 22 }
+
 local Server = { __name = "perf.server" }
 Server.__index = Server
 
@@ -109,8 +114,7 @@ function M.new(perf, opts)
   local sock, err = socket.bind(host, port, 128)
   if not sock then
     e:close()
-    return nil, ("perf.serve: cannot listen on %s:%d: %s"):format(host, port, err),
-      perf.core.errno.EADDRINUSE
+    return nil, ("perf.serve: cannot listen on %s:%d: %s"):format(host, port, err), BIND_ERRNO[err] or 22
   end
   sock:settimeout(0)
   local ip, bound = sock:getsockname()
@@ -235,6 +239,9 @@ local function read(srv, c, now)
     return
   end
   if data and #data > 0 then c.buf = c.buf .. data end
+  if c.state ~= "read" and #c.buf > 2 * srv.limits.head then
+    err = "closed"                          -- sending on and on while it waits: dropped
+  end
   if err == "closed" then
     if c.state == "profile" then
       srv.log(("%s left before its profile ended"):format(c.peer))
@@ -323,13 +330,26 @@ function Server:step(timeout, stop)
   if readable[self.sock] then self:_accept(now) end
   for _, s in ipairs(readable) do
     local c = self.conns[s]
-    if c then read(self, c, now) end
+    if c then self:_guard(c, read, c, now) end
   end
   for _, s in ipairs(writable) do
     local c = self.conns[s]
-    if c and c.state == "write" then write(self, c, now) end
+    if c and c.state == "write" then self:_guard(c, write, c, now) end
   end
-  self:_tick(now)
+  self:_guard(nil, self._tick, now)
+end
+
+-- fn(self, ...), an error in it logged and its connection closed: no
+-- request can stop the server.
+function Server:_guard(c, fn, ...)
+  local ok, err = pcall(fn, self, ...)
+  if ok then return end
+  self.log("error: " .. tostring(err))
+  if c and c.state ~= "closed" then close_conn(self, c) end
+  if self.profile and self.profile.conn.state == "closed" then
+    self.profile.session:cancel()
+    self.profile = nil
+  end
 end
 
 --- srv:run(): serves until SIGINT or SIGTERM; returns the signal's number.
