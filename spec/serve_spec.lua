@@ -75,6 +75,7 @@ describe("perf-lua serve", function()
       H.assert_has(("%d %s"):format(case[2], case[3]), srv.log())
       assert.equal(200, (S.get(srv.port, "/metrics")))
     end
+    H.assert_has([["\x00\xff" 400 malformed request line]], srv.log())   -- bytes escaped in the log
   end)
 
   it("lets a slow or silent client time out without holding others up", function()

@@ -221,7 +221,9 @@ end
 function Server:_process(c, now)
   if c.state ~= "read" then return end
   local req, status, why = http.parse(c.buf, self.limits)
+  -- the request line as the log shows it: 80 bytes, control and non-ASCII bytes escaped
   c.line = c.buf:match("^[\r\n]*([^\r\n]*)"):sub(1, 80)
+    :gsub("[%c\127-\255\"\\]", function(ch) return ("\\x%02x"):format(ch:byte()) end)
   if not req and not status and #c.buf > 2 * self.limits.head then
     status, why = 431, ("request head longer than %d bytes"):format(self.limits.head)
   end
