@@ -127,7 +127,11 @@ describe("perf-lua serve", function()
     local fds, rss = S.fds_settled(srv.pid, base), S.rss(srv.pid)
     assert.equal(1000, load(1000))
     assert.equal(fds, S.fds_settled(srv.pid, fds))
-    assert.is_true(S.rss(srv.pid) - rss < 4096, ("RSS %d kB -> %d kB"):format(rss, S.rss(srv.pid)))
+    -- under make asan, freed memory waits in ASan's quarantine (256 MB):
+    -- RSS grows there by design, and the leak check at exit speaks instead
+    if not os.getenv("PERF_LUA_CPATH") then
+      assert.is_true(S.rss(srv.pid) - rss < 4096, ("RSS %d kB -> %d kB"):format(rss, S.rss(srv.pid)))
+    end
   end)
 
   it("says a process that exited is down", function()
