@@ -25,7 +25,8 @@ HDRS := $(wildcard csrc/*.h)
 # libzstd1 (already there: dpkg depends on it) is loaded at run time for
 # perf record -z files; the build needs no zstd headers (csrc/zstd.c).
 DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
-              lua-ldoc lua-discount tmux chromium lua-check golang-go libzstd1
+              lua-ldoc lua-discount tmux chromium lua-check golang-go libzstd1 \
+              lua-socket prometheus prometheus-node-exporter curl
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
 .PHONY: all deps test demo docs asan lint install clean check-root
@@ -248,3 +249,10 @@ SOAK_MINUTES ?= 10
 .PHONY: bench-soak
 bench-soak: all
 	$(LUA) bench/soak.lua $(SOAK_MINUTES)
+
+# ---- serving /metrics next to node_exporter's perf collector (root; see bench/serve.lua) ----
+.PHONY: bench-serve
+bench-serve: all
+	$(LUA) bench/serve.lua
+
+bench: bench-serve

@@ -193,6 +193,7 @@ void pl_open_profile_counters(lua_State *L); /* counters = {...}: deltas per sam
 void pl_open_perfdata(lua_State *L);    /* perf.core.perfdata_open (perf.data files) */
 void pl_open_zstd(lua_State *L);        /* perf.core.zstd_version */
 void pl_open_waiter(lua_State *L);      /* perf.core.waiter: a command, its rings and ^C */
+void pl_open_stop_signals(lua_State *L); /* perf.core.stop_signals: ^C as a descriptor */
 
 #pragma GCC visibility pop
 

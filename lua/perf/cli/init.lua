@@ -17,6 +17,7 @@ cli.commands = {
   { "top", "Live view of the hottest commands and functions on every CPU" },
   { "record", "Sample a command and show what was hot (writes perf.data with -o)" },
   { "profile", "Run a Lua script and show which functions and lines cause an event" },
+  { "serve", "Serve counters to Prometheus and profiles to pprof over HTTP" },
 }
 
 local function find(name)
