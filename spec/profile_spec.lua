@@ -151,6 +151,14 @@ describe("perf.profile", function()
     assert.equal(999, prof.freq)
   end)
 
+  with_tracefs("samples a tracepoint every `period` hits", function()
+    -- with "period" in sample_type a software event samples every hit
+    local prof = assert(perf.profile(function()
+      for _ = 1, 30 do io.open("/dev/null"):close() end
+    end, { event = OPENAT, period = 3 }))
+    assert.equal(10, prof.samples)
+  end)
+
   with_tracefs("propagates an error in fn after stopping", function()
     local resume = coroutine.resume
     local e = {}

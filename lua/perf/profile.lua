@@ -58,6 +58,24 @@ local function by_frequency(attr)
   return false
 end
 
+-- Syscall tracepoints and the overflow signal (csrc/signal.c): a blocking
+-- call interrupted by the signal of its own entry is restarted by the
+-- kernel and fires its entry again, which the handler keeps from being a
+-- sample ("entry"; "ioctl" for events that fire on the ioctl it makes for
+-- that too). Every signal handler returns through rt_sigreturn, a syscall
+-- (whose exit has id -1: it undoes the syscall number): raw_syscalls leave
+-- it out, the program's own too.
+local function syscall_sampling(name)
+  local tp = name:match("^[%w_]+:[%w_]+") or name
+  if tp:match("^syscalls:sys_%a+_rt_sigreturn$") then
+    error(("perf.profile: %s fires on every return from the profiler's own signal handler: profile it with perf-lua record instead"):format(tp), 4)
+  end
+  if tp == "raw_syscalls:sys_enter" then return "ioctl", true end
+  if tp == "raw_syscalls:sys_exit" then return nil, true end
+  if tp == "syscalls:sys_enter_ioctl" then return "ioctl" end
+  if tp:match("^syscalls:sys_enter_") then return "entry" end
+end
+
 -- ---- following coroutines while profiling ----
 
 local colib = package.loaded.coroutine or coroutine
@@ -154,6 +172,10 @@ function M.profiler(perf, opts)
     sample_type[#sample_type + 1] = "read"
     attr.read_format = { "group", "id" }
   end
+  local restarts, unsigreturn = syscall_sampling(name)
+  -- with "period" in sample_type a software event samples every hit,
+  -- whatever its period (perf_swevent_event): left out
+  if #sample_type == 0 and not freq then sample_type[1] = "tid" end
   if #sample_type > 0 then attr.sample_type = sample_type end
   attr.name = name
   local ev, msg, errno = perf.open(attr)
@@ -163,9 +185,10 @@ function M.profiler(perf, opts)
   end
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   ok, msg, errno = ev:notify()
+  if ok and unsigreturn then ok, msg, errno = ev:set_filter(("id != %d && id != -1"):format(core.SYS_rt_sigreturn)) end
   if not ok then ev:close() return nil, msg, errno end
   local p = setmetatable({ event = ev, name = name, freq = freq,
-    period = period, native = opts.native and true or false }, Profiler)
+    period = period, native = opts.native and true or false, restarts = restarts }, Profiler)
   if cattrs then
     p.counters, msg, errno = modes.join(perf, ev, cattrs, cnames)
     if not p.counters then ev:close() return nil, msg, errno end
@@ -186,6 +209,7 @@ end
 -- sampling event (their leader) is enabled, and stop after it.
 local function start(self, level, extra)
   if self.counters then self.counters:start() end
+  if self.restarts then core.signal_restarts(self.event, self.restarts) end
   self.state:start(level, extra)
   if self.extra then self.extra:start() end
   follow_coroutines(self)
@@ -214,6 +238,8 @@ end
 function Profiler:stop()
   check_open(self)
   if self.extra then self.extra:stop() end
+  -- before the disable: the handler must not re-enable the event after it
+  if self.restarts then core.signal_restarts(self.event, nil) end
   self.state:stop()
   if self.counters then self.counters:stop() end
   unfollow_coroutines(self)
