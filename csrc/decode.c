@@ -453,18 +453,35 @@ static int same_other_shape(const pl_layout *a, const pl_layout *b) {
                                (b->sample_type & PL_S_ID_FIELDS));
 }
 
+/* Records can be told apart when the events that write them agree on
+** their layout or carry an id at one position: samples come only from the
+** events that sample (a dummy tracking event, or one with no period,
+** never does), the other records (comm, mmap, lost...) from any. */
 int pl_layouts_init(pl_layouts *s, const pl_layout *v, size_t n,
                     const char **why) {
   s->v = v;
   s->n = n;
-  s->sample_pos = n ? sample_id_pos(v[0].sample_type) : -1;
-  s->other_pos = n ? other_id_pos(&v[0]) : -1;
+  s->sample_pos = s->other_pos = -1;
   s->same_sample = s->same_other = 1;
-  for (size_t i = 1; i < n; i++) {
-    if (sample_id_pos(v[i].sample_type) != s->sample_pos) s->sample_pos = -1;
-    if (other_id_pos(&v[i]) != s->other_pos) s->other_pos = -1;
-    if (!same_sample_shape(&v[0], &v[i])) s->same_sample = 0;
-    if (!same_other_shape(&v[0], &v[i])) s->same_other = 0;
+  s->sampler = -1;
+  for (size_t i = 0; i < n; i++) {
+    int pos = other_id_pos(&v[i]);
+    if (i == 0) s->other_pos = pos;
+    else if (pos != s->other_pos) s->other_pos = -1;
+    if (i > 0 && !same_other_shape(&v[0], &v[i])) s->same_other = 0;
+    if (v[i].no_samples) continue;
+    pos = sample_id_pos(v[i].sample_type);
+    if (s->sampler < 0) {
+      s->sampler = (int)i;
+      s->sample_pos = pos;
+    } else {
+      if (pos != s->sample_pos) s->sample_pos = -1;
+      if (!same_sample_shape(&v[s->sampler], &v[i])) s->same_sample = 0;
+    }
+  }
+  if (s->sampler < 0) {                 /* none samples: decode as the first */
+    s->sampler = 0;
+    s->sample_pos = n ? sample_id_pos(v[0].sample_type) : -1;
   }
   *why = NULL;
   if ((!s->same_sample && s->sample_pos < 0) ||
@@ -508,7 +525,8 @@ const pl_layout *pl_layouts_find(const pl_layouts *s, const unsigned char *p,
     return &s->v[0];
   }
   int sample = len >= 8 && pl_u32at(p) == PL_REC_SAMPLE;
-  if (sample ? s->same_sample : s->same_other) return &s->v[0];
+  if (sample && s->same_sample) return &s->v[s->sampler];
+  if (!sample && s->same_other) return &s->v[0];
   if (!pl_record_id(s, p, len, &id)) {
     *why = "record carries no id to tell which event wrote it";
     return NULL;

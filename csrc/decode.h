@@ -123,6 +123,7 @@ typedef struct pl_layout {
   uint64_t regs_intr;           /* sample_regs_intr mask */
   uint64_t id;
   int sample_id_all;
+  int no_samples;               /* the event never writes a sample record */
 } pl_layout;
 
 /* A byte span inside the record. */
@@ -292,8 +293,9 @@ typedef struct pl_layouts {
   size_t n;
   int sample_pos;       /* byte offset of the id in a sample, or -1 */
   int other_pos;        /* byte offset of the id from a record's end, or -1 */
-  int same_sample;      /* every layout decodes samples alike */
+  int same_sample;      /* every layout that samples decodes samples alike */
   int same_other;       /* every layout decodes other records alike */
+  int sampler;          /* the first layout that samples (0 if none does) */
 } pl_layouts;
 
 /* Prepares a set over v[0..n). Returns 0, or -1 with *why saying what

@@ -164,6 +164,13 @@ int pl_signal_exhausted(int fd);
 ** the event has no signal slot (ev:notify() was not called). */
 typedef void (*pl_overflow_fn)(void);
 int pl_signal_set_callback(lua_State *L, int evidx, pl_overflow_fn fn);
+/* For a tracepoint on syscall entry sampled by period: the handler keeps
+** a call it interrupted from being sampled again when the kernel restarts
+** it (signal.c). PL_RESTART_IOCTL: the event also fires on ioctl's entry
+** (raw_syscalls:sys_enter, syscalls:sys_enter_ioctl). Also undoes what a
+** restart changed; PL_RESTART_NONE turns it off. Returns 0 without a slot. */
+enum { PL_RESTART_NONE, PL_RESTART_ENTRY, PL_RESTART_IOCTL };
+int pl_signal_set_restarts(lua_State *L, int evidx, int mode);
 
 /* ---- the module's parts, each adding to the table on top; core.c alone
 ** calls them ---- */

@@ -19,8 +19,9 @@
 **
 ** Samples are aggregated by stack in a Lua table: key = the frames, leaf
 ** first, one per line ("L" name TAB source TAB linedefined TAB line for a
-** Lua function, "C" name for a C function, "N" hex address for a native
-** frame), value = samples.
+** Lua function, "C" name for a C function, "c" name for one the sample is
+** in, above the innermost Lua frame, "N" hex address for a native frame),
+** value = samples.
 **
 ** One profiler runs at a time (P below); the signal handler and the hook
 ** only touch P. The thread to arm is P.current: the thread that started,
@@ -46,7 +47,8 @@
 #include "profile.h"
 
 #define PL_PROFSTATE_MT "perf.profstate"
-#define MAXFRAMES 256           /* Lua and C frames kept per sample */
+#define LEAFFRAMES 224          /* Lua and C frames kept per sample from the leaf, */
+#define ROOTFRAMES 32           /* and from the root of a deeper stack */
 #define MAXNATIVE 64            /* native frames kept per sample */
 #define MAXLINKS 256            /* nested resumes followed */
 #define MAXREAD 17              /* group values kept per sample: leader + 16 */
@@ -163,22 +165,30 @@ static int stack_depth(lua_State *L) {
 }
 
 /* Adds the frames of T from level `from` (leaf first) to b; leading C
-** frames are dropped when `trim`. Returns the frames added. */
-static int add_frames(lua_State *T, int from, int trim, int budget, luaL_Buffer *b) {
+** frames are dropped when `trim` is 1, keyed "c" name when it is 2 (the
+** C function the sample is in: its caller's line is charged, the
+** function's Total counts it). Returns the frames added. */
+static int add_frames(lua_State *T, int from, int trim, int budget, luaL_Buffer *b,
+                      int *next) {
   lua_Debug ar;
-  int until = -1, added = 0;
+  int until = -1, added = 0, level;
   if (T == P.base && P.skip > 0) until = stack_depth(T) - P.skip;
-  for (int level = from; added < budget && lua_getstack(T, level, &ar); level++) {
+  if (next) *next = -1;
+  for (level = from; lua_getstack(T, level, &ar); level++) {
     if (until >= 0 && level >= until) break;
+    if (added == budget) {            /* frames are left */
+      if (next) *next = level;
+      break;
+    }
     if (!lua_getinfo(T, "Sln", &ar)) break;
     int c = ar.what[0] == 'C';
-    if (c && trim) continue;
-    trim = 0;
+    if (c && trim == 1) continue;
     char num[48];
     if (c) {
-      luaL_addchar(b, 'C');
+      luaL_addchar(b, trim ? 'c' : 'C');
       luaL_addstring(b, ar.name ? ar.name : "?");
     } else {
+      trim = 0;
       luaL_addchar(b, 'L');
       luaL_addstring(b, ar.what[0] == 'm' ? "main chunk" : ar.name ? ar.name : "");
       luaL_addchar(b, '\t');
@@ -199,18 +209,51 @@ static lua_State *resumer_of(lua_State *T) {
   return NULL;
 }
 
+/* Frames of T charged from `level` on (all of them: to its root). */
+static int frames_from(lua_State *T, int level) {
+  int depth = stack_depth(T);
+  if (T == P.base && P.skip > 0) depth -= P.skip;
+  return depth > level ? depth - level : 0;
+}
+
+/* A stack deeper than LEAFFRAMES whose leaf part stopped at `level` of T
+** (-1: at T's end, the threads that resumed it are left): adds a line "E"
+** n (n stack levels elided) and the ROOTFRAMES frames at the root of the
+** outermost thread. */
+static void add_root(lua_State *T, int level, luaL_Buffer *b) {
+  lua_State *R = T;
+  int elided = level >= 0 ? frames_from(T, level) : 0;
+  for (int guard = 0; resumer_of(R) && guard < MAXLINKS; guard++) {
+    R = resumer_of(R);
+    elided += frames_from(R, 0);
+  }
+  int depth = frames_from(R, 0);                 /* R's levels charged */
+  int start = depth > ROOTFRAMES ? depth - ROOTFRAMES : 0;
+  if (R == T && start < level) start = level;
+  elided -= depth - start;                        /* the root part is kept */
+  if (elided > 0) {
+    char num[32];
+    snprintf(num, sizeof num, "E%d\n", elided);
+    luaL_addstring(b, num);
+  }
+  add_frames(R, start, start == 0 && R != T ? 1 : 0, ROOTFRAMES, b, NULL);
+}
+
 /* Pushes the Lua part of the stack key for the thread L the hook runs on. */
 static void push_lua_stack(lua_State *L, int event) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   /* a call hook runs in the callee before its first instruction: the
   ** sample belongs to the caller */
-  int from = event == LUA_HOOKCALL ? 1 : 0, budget = MAXFRAMES;
-  int guard = 0;
-  for (lua_State *T = L; T && budget > 0 && guard <= MAXLINKS; T = resumer_of(T), guard++) {
-    budget -= add_frames(T, from, 1, budget, &b);
+  int from = event == LUA_HOOKCALL ? 1 : 0, budget = LEAFFRAMES;
+  int guard = 0, next = -1;
+  lua_State *T = L;
+  for (; T && guard <= MAXLINKS; T = resumer_of(T), guard++) {
+    budget -= add_frames(T, from, T == L ? 2 : 1, budget, &b, &next);
     from = 0;
+    if (budget == 0) break;
   }
+  if (T && budget == 0 && (next >= 0 || resumer_of(T))) add_root(T, next, &b);
   luaL_pushresult(&b);
 }
 

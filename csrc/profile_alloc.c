@@ -6,8 +6,9 @@
 **   core.profile_allocator() -> f, ud   (light userdata: the state's allocator)
 **
 ** a:start() wraps the Lua state's allocator (lua_getallocf/lua_setallocf):
-** the wrapper calls the original, and counts the bytes each allocation or
-** growth adds. Every `period` bytes it has the profiler take a sample
+** the wrapper calls the original, and counts down the bytes each allocation
+** or growth adds (nothing else on its common path). Every `period` bytes
+** it has the profiler take a sample
 ** (pl_profile_add, profile.h): the hook runs at the allocating thread's
 ** next VM step and charges the bytes counted since the last sample
 ** (weigh) to the Lua line that allocated, as pprof's heap profiles sample.
@@ -18,6 +19,9 @@
 ** freeing them later through it is right. If something wrapped ours, the
 ** wrapper stays, forwarding only. One allocation profile runs at a time.
 */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "profile.h"
@@ -36,36 +40,75 @@ static struct {
   void *ud;
   profalloc *owner;              /* counting for it, NULL: forwarding only */
   const int *charging;           /* the profiler's hook is charging */
-  size_t since_sample;           /* bytes since the last sample was taken */
+  ptrdiff_t countdown;           /* bytes until the next sample is due */
+  ptrdiff_t reset;               /* what countdown was last set to */
+  size_t since_sample;           /* bytes since the last sample, counted */
   lua_Integer unweighed;         /* bytes not yet charged */
+  int plain;                     /* f is lauxlib's allocator: realloc and free */
 } A;
 
+static const int not_charging;
+
+/* Moves the bytes the countdown took since it was last set into the
+** counts. */
+static void flush(void) {
+  ptrdiff_t d = A.reset - A.countdown;
+  A.reset = A.countdown;
+  if (!A.owner || d <= 0) return;
+  A.owner->bytes += (lua_Integer)d;
+  A.unweighed += (lua_Integer)d;
+  A.since_sample += (size_t)d;
+}
+
+/* The countdown ran out: the samples due, and the next countdown. */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static void due(void) {
+  flush();
+  if (!A.owner) { A.countdown = A.reset = PTRDIFF_MAX; return; }
+  size_t period = (size_t)A.owner->period;
+  unsigned long n = (unsigned long)(A.since_sample / period);
+  A.since_sample %= period;
+  A.countdown = A.reset = (ptrdiff_t)(period - A.since_sample);
+  if (n) pl_profile_add(n);
+}
+
+/* The common path is one countdown of the bytes an allocation or a
+** growth asks for (lua.h: with ptr NULL, osize is a type tag, not a
+** size), then a tail call of the allocator. Counted before it runs, a
+** request that fails is counted too (Lua raises, or collects and asks
+** again). */
 static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   (void)ud;
-  void *p = A.f(A.ud, ptr, osize, nsize);
-  profalloc *owner = A.owner;
-  if (!p || !owner || *A.charging) return p;
-  /* lua.h: with ptr NULL, osize is a type tag, not a size */
-  size_t grown = ptr == NULL ? nsize : nsize > osize ? nsize - osize : 0;
-  if (grown == 0) return p;
-  owner->bytes += (lua_Integer)grown;
-  A.unweighed += (lua_Integer)grown;
-  A.since_sample += grown;
-  size_t period = (size_t)owner->period;
-  if (A.since_sample >= period) {
-    unsigned long n = (unsigned long)(A.since_sample / period);
-    A.since_sample %= period;
-    pl_profile_add(n);
-  }
-  return p;
+  size_t had = ptr ? osize : 0;
+  if (nsize > had && !*A.charging && (A.countdown -= (ptrdiff_t)(nsize - had)) <= 0)
+    due();
+  if (!A.plain) return A.f(A.ud, ptr, osize, nsize);
+  if (nsize == 0) { free(ptr); return NULL; }   /* lauxlib's l_alloc */
+  return realloc(ptr, nsize);
 }
 
 /* the bytes counted since the last charge go with the samples charged */
 static lua_Integer weigh(unsigned long n) {
   (void)n;
+  flush();
   lua_Integer w = A.unweighed;
   A.unweighed = 0;
   return w;
+}
+
+/* luaL_newstate's allocator (lauxlib.c's l_alloc: free for size 0, else
+** realloc), from a state made and closed once to see it. */
+static lua_Alloc lauxlib_alloc(void) {
+  static lua_Alloc f;
+  static int known;
+  if (!known) {
+    lua_State *T = luaL_newstate();
+    if (T) { void *ud; f = lua_getallocf(T, &ud); lua_close(T); }
+    known = 1;
+  }
+  return f;
 }
 
 static profalloc *check_alloc(lua_State *L) {
@@ -77,7 +120,10 @@ static void stop(lua_State *L, profalloc *a) {
   if (!a->active) return;
   void *ud;
   if (lua_getallocf(L, &ud) == alloc) lua_setallocf(L, A.f, A.ud);
+  flush();
   A.owner = NULL;
+  A.countdown = A.reset = PTRDIFF_MAX;
+  A.charging = &not_charging;
   pl_profile_set_weigh(NULL);
   a->active = 0;
 }
@@ -104,10 +150,12 @@ static int alloc_start(lua_State *L) {
   if (f != alloc) {              /* else: still ours from a run it could not unwrap */
     A.f = f;
     A.ud = ud;
+    A.plain = f == lauxlib_alloc();
   }
   A.since_sample = 0;
   A.unweighed = 0;
   A.charging = pl_profile_charging_flag();
+  A.countdown = A.reset = (ptrdiff_t)a->period;
   A.owner = a;
   a->active = 1;
   pl_profile_set_weigh(weigh);
@@ -133,6 +181,7 @@ static int alloc_index(lua_State *L) {
   profalloc *a = check_alloc(L);
   const char *k = luaL_checkstring(L, 2);
   if (strcmp(k, "bytes") == 0) {
+    if (a == A.owner) flush();
     lua_pushinteger(L, a->bytes);
     return 1;
   }

@@ -119,6 +119,11 @@ void pl_layout_from_event(const pl_event *ev, pl_layout *l) {
   l->regs_intr = ev->attr.sample_regs_intr;
   l->sample_id_all = (int)PL_HAS(&ev->attr, PL_FLAG_SAMPLE_ID_ALL);
   l->id = ev->id;
+  /* a dummy event counts nothing, an event without a period never
+  ** overflows: neither writes samples */
+  l->no_samples = (ev->attr.type == PERF_TYPE_SOFTWARE &&
+                   ev->attr.config == PERF_COUNT_SW_DUMMY) ||
+                  ev->attr.sample_period == 0;
 }
 
 /* Adds a layout; raises (leaving the ring as it was) if the events could

@@ -17,6 +17,23 @@
 ** userdata kept in the event's extension table; its __gc frees the slot.
 ** Another file may ask for a C function to be called from the handler
 ** after each count (pl_signal_set_callback): it must be async-signal-safe.
+**
+** Restarts (pl_signal_set_restarts, for a tracepoint on syscall entry):
+** the signal of an overflow at a syscall's entry is pending while that
+** call runs, so a blocking call (read, wait4) is interrupted at once; the
+** handler has SA_RESTART, so the kernel rewinds the saved instruction
+** pointer onto the syscall instruction (with the syscall number back in
+** its register, signal(7), arch/x86/kernel/signal.c) and the call is made
+** again after the handler: its entry fires the tracepoint again, whose
+** overflow interrupts it again, for as long as the call would have
+** blocked. When the handler sees the call will be restarted, it makes the
+** event's period one longer until its next overflow: the restart's entry
+** is counted by the kernel but is no sample, and the restarted call blocks
+** as it would have. (A software event whose sample_type has
+** PERF_SAMPLE_PERIOD samples every hit whatever its period: the profiler
+** leaves it out.) Calls
+** that return EINTR to a handler (poll, nanosleep: ERESTARTNOHAND,
+** ERESTART_RESTARTBLOCK) are not restarted and need nothing.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +41,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 
 #include "perf_core.h"
@@ -45,6 +64,10 @@ typedef struct sigslot {
   atomic_ulong hup;             /* of which POLL_HUP */
   atomic_ulong addr;            /* sigtrap: si_addr of the last one */
   _Atomic(pl_overflow_fn) callback; /* called after the count, or NULL */
+  atomic_int restarts;          /* PL_RESTART_*: a syscall-entry tracepoint */
+  atomic_ulong period;          /* its sample period as opened */
+  atomic_int widened;           /* the period is one longer until the next overflow */
+  atomic_int self;              /* overflows of our own ioctl, not counted */
 } sigslot;
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
@@ -70,6 +93,56 @@ static void call_back(sigslot *s) {
   if (fn) fn();
 }
 
+/* Whether the interrupted context will make its syscall again: the saved
+** instruction pointer is on the syscall instruction, with a syscall number
+** (not restart_syscall, a different call) where the call takes it. */
+static int will_restart(const void *ucp) {
+  const ucontext_t *uc = ucp;
+#if defined(__x86_64__)
+  const unsigned char *ip = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
+  long long nr = uc->uc_mcontext.gregs[REG_RAX];
+  return ip && ip[0] == 0x0f && ip[1] == 0x05 && nr >= 0 && nr < 1024 &&
+         nr != SYS_restart_syscall;
+#elif defined(__aarch64__)
+  const uint32_t *pc = (const uint32_t *)uc->uc_mcontext.pc;
+  unsigned long long nr = uc->uc_mcontext.regs[8];
+  return pc && *pc == 0xd4000001u && nr < 1024 && nr != SYS_restart_syscall;
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+/* Sets the event's period. Changing it zeroes the countdown, which a
+** software event reloads only when it is next added to the CPU: disabled
+** first (an event that fires on ioctl counts that entry, at the old
+** period) and enabled after, the next overflow is `period` hits away. */
+static void set_period(sigslot *s, unsigned long period, int reload) {
+  uint64_t p = period;
+  int fd = atomic_load(&s->fd);
+  if (reload) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  ioctl(fd, PERF_EVENT_IOC_PERIOD, &p);
+  if (reload) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+/* After counting an overflow of s: lengthens the period by one over a
+** restart, gives it back at the next overflow. */
+static void watch_restart(sigslot *s, const void *uc) {
+  int mode = atomic_load(&s->restarts);
+  unsigned long period = atomic_load(&s->period);
+  if (!mode) return;
+  if (will_restart(uc)) {
+    /* an event that fires on ioctl's entry overflows at the disable's
+    ** entry when its period is 1 */
+    if (mode == PL_RESTART_IOCTL && period == 1 && !atomic_load(&s->widened))
+      atomic_fetch_add(&s->self, 1);
+    atomic_store(&s->widened, 1);
+    set_period(s, period + 1, 1);
+  } else if (atomic_exchange(&s->widened, 0)) {
+    set_period(s, period, 1);
+  }
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   int matched = 0;
@@ -90,10 +163,14 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
       sigslot *s = &slots[i];
       if (atomic_load(&s->state) == 1 && !atomic_load(&s->trap) &&
           atomic_load(&s->fd) == si->si_fd && atomic_load(&s->signo) == sig) {
+        matched = 1;
+        int self = atomic_load(&s->self);
+        if (self > 0 && atomic_compare_exchange_strong(&s->self, &self, self - 1))
+          break;                /* our own ioctl's entry: no event of the program */
         atomic_fetch_add(&s->count, 1);
         if (si->si_code == POLL_HUP) atomic_fetch_add(&s->hup, 1);
+        watch_restart(s, uc);
         call_back(s);
-        matched = 1;
       }
     }
   } else {
@@ -199,6 +276,9 @@ static int ev_notify(lua_State *L) {
     atomic_store(&s->hup, 0);
     atomic_store(&s->addr, 0);
     atomic_store(&s->callback, NULL);
+    atomic_store(&s->restarts, PL_RESTART_NONE);
+    atomic_store(&s->widened, 0);
+    atomic_store(&s->self, 0);
     slot_ref *ref = lua_newuserdatauv(L, sizeof *ref, 0);
     ref->index = i;
     luaL_setmetatable(L, PL_SIGSLOT_MT);
@@ -236,6 +316,19 @@ int pl_signal_set_callback(lua_State *L, int evidx, pl_overflow_fn fn) {
   return 1;
 }
 
+int pl_signal_set_restarts(lua_State *L, int evidx, int mode) {
+  sigslot *s = event_slot(L, evidx);
+  pl_event *ev = pl_test_event(L, evidx);
+  if (!s || !ev) return 0;
+  if (PL_HAS(&ev->attr, PL_FLAG_FREQ)) mode = PL_RESTART_NONE;   /* no period to lengthen */
+  atomic_store(&s->restarts, PL_RESTART_NONE);
+  if (atomic_exchange(&s->widened, 0)) set_period(s, atomic_load(&s->period), 0);
+  atomic_store(&s->self, 0);
+  atomic_store(&s->period, (unsigned long)ev->attr.sample_period);
+  atomic_store(&s->restarts, mode);
+  return 1;
+}
+
 /* ev:overflows() -> signals counted, true if the refresh count ran out
 ** (POLL_HUP), and for a sigtrap event the si_addr of the last one */
 static int ev_overflows(lua_State *L) {
@@ -251,6 +344,16 @@ static int ev_overflows(lua_State *L) {
   return 2;
 }
 
+/* core.signal_restarts(ev, mode): mode "entry" or "ioctl" (as
+** pl_signal_set_restarts), nil for none; false when ev has no slot */
+static int l_signal_restarts(lua_State *L) {
+  pl_check_event(L, 1);
+  static const char *const modes[] = { "none", "entry", "ioctl", NULL };
+  int mode = lua_isnoneornil(L, 2) ? PL_RESTART_NONE : luaL_checkoption(L, 2, NULL, modes);
+  lua_pushboolean(L, pl_signal_set_restarts(L, 1, mode));
+  return 1;
+}
+
 static const luaL_Reg event_methods[] = {
   { "notify", ev_notify },
   { "overflows", ev_overflows },
@@ -264,4 +367,8 @@ void pl_open_signal(lua_State *L) {
   }
   lua_pop(L, 1);
   pl_add_methods(L, PL_EVENT_MT, event_methods);
+  lua_pushcfunction(L, l_signal_restarts);
+  lua_setfield(L, -2, "signal_restarts");
+  lua_pushinteger(L, SYS_rt_sigreturn);   /* the handler's return: a syscall */
+  lua_setfield(L, -2, "SYS_rt_sigreturn");
 }

@@ -115,6 +115,80 @@ describe("perf.profile", function()
     assert.is_true(prof.samples >= three.total + one.total)
   end)
 
+  it("counts in a C function's Total every sample taken while it was on the stack", function()
+    -- table.sort's own time is charged to the line calling it (its self
+    -- there), the comparator's to the comparator: sort's Total is both
+    local t = {}
+    for i = 1, 100000 do t[i] = (i * 7919) % 100003 end
+    local function cmp(a, b) return a < b end
+    local sort_line = debug.getinfo(1, "l").currentline + 4
+    local prof = assert(perf.profile(function()
+      for _ = 1, 3 do
+        local c = table.move(t, 1, #t, 1, {})
+        table.sort(c, cmp)
+      end
+    end))
+    local src = debug.getinfo(1, "S").short_src
+    local sort = assert(find(prof:functions(), { name = "sort", source = "[C]" }))
+    local comparator = assert(find(prof:functions(), { source = src, line = sort_line - 5 }))
+    local at_line = find(prof:lines(), { source = src, line = sort_line })
+    assert.is_true(at_line and at_line.count > 0, "no sample in sort's own code")
+    -- all but the samples of the line's own instructions (the call's set-up)
+    assert.is_true(sort.total <= at_line.count + comparator.total)
+    assert.is_true(sort.total >= comparator.total + 0.9 * at_line.count,
+      ("sort %d, line %d, comparator %d"):format(sort.total, at_line.count, comparator.total))
+    assert.equal(0, sort.self)
+  end)
+
+  it("keeps the root and the leaf of a stack deeper than 256 frames, the middle elided", function()
+    local function rec(n)
+      if n == 0 then
+        local x = 0
+        for i = 1, 3e6 do x = x + i end
+        return x
+      end
+      return rec(n - 1) + 0                          -- no tail call: 400 frames
+    end
+    local root_line = debug.getinfo(1, "l").currentline + 1
+    local prof = assert(perf.profile(function() local x = rec(400) return x end))
+    local src = debug.getinfo(1, "S").short_src
+    assert.is_true(prof.samples > 0)
+    local root = assert(find(prof:functions(), { source = src, line = root_line }))
+    assert.equal(prof.samples, root.total)           -- it was 0: the root was dropped
+    local deepest = 0
+    for line in prof:folded():gmatch("[^\n]+") do
+      local labels = {}
+      local stack, n = line:match("^(.*) (%d+)$")
+      for label in (stack .. ";"):gmatch("(.-);") do labels[#labels + 1] = label end
+      assert.matches("^<" .. src:gsub("%p", "%%%0") .. ":" .. root_line .. ">", labels[1])
+      assert.matches("^rec ", labels[#labels])
+      -- at the bottom (all but samples of the calls going down and back):
+      -- the root, 31 rec, the gap (402 frames less 256 kept), 224 from the leaf
+      if labels[33] == "[146 frames elided]" then
+        assert.equal(257, #labels)
+        deepest = deepest + math.tointeger(tonumber(n))
+      end
+    end
+    assert.is_true(deepest >= 0.9 * prof.samples, ("%d of %d samples at the bottom"):format(deepest, prof.samples))
+    assert.matches("^%d+ samples had stacks deeper than 256 frames: their middle frames are elided", prof.note)
+    assert.matches("middle frames are elided", tostring(prof))
+  end)
+
+  with_tracefs("counts C functions the sample is in, exactly at a tracepoint", function()
+    local prof = assert(perf.profile(function()
+      for _ = 1, 10 do pcall(io.open, "/dev/null") end
+    end, { event = OPENAT }))
+    assert.equal(10, prof.samples)
+    -- pcall, and io.open under it (unnamed: called from C)
+    local c = {}
+    for _, f in ipairs(prof:functions()) do
+      if f.source == "[C]" then c[#c + 1] = ("%s %d %d"):format(f.name, f.total, f.self) end
+    end
+    table.sort(c)
+    assert.same({ "? 10 0", "pcall 10 0" }, c)
+    assert.equal(10, prof:lines()[1].count)      -- the line calling pcall
+  end)
+
   it("fails like perf.open for an event this machine lacks, without running fn #hardware", function()
     if H.needs_no_pmu(pending) then return end
     local ran = false
@@ -149,6 +223,14 @@ describe("perf.profile", function()
     assert.equal(1, prof.period)
     prof = assert(perf.profile(function() end, { event = "task-clock" }))
     assert.equal(999, prof.freq)
+  end)
+
+  with_tracefs("samples a tracepoint every `period` hits", function()
+    -- with "period" in sample_type a software event samples every hit
+    local prof = assert(perf.profile(function()
+      for _ = 1, 30 do io.open("/dev/null"):close() end
+    end, { event = OPENAT, period = 3 }))
+    assert.equal(10, prof.samples)
   end)
 
   with_tracefs("propagates an error in fn after stopping", function()

@@ -462,6 +462,65 @@ describe("set_output", function()
     assert.has_error(function() rb:samples("ipp") end, "samples: no sample field 'ipp' (did you mean 'ip'?)")
   end)
 
+  -- perf's tests/keep-tracking.c: a dummy event tracks (comm, mmap, task)
+  -- in the ring a sampler writes to; the sampler is disabled and the
+  -- dummy still tracks. Their samples differ (ip) and carry no id, but
+  -- only the sampler samples, and their sample_id trailers agree.
+  it("shares a ring between a dummy tracking event and a sampler (perf's keep-tracking)", function()
+    local dummy <close> = assert(perf.open { "dummy", sample_type = { "tid", "time" },
+      comm = true, mmap = true, task = true, sample_id_all = true, exclude_kernel = true })
+    local clock <close> = assert(perf.open { "cpu-clock", sample_type = { "ip", "tid", "time" },
+      sample_period = 100000, sample_id_all = true, exclude_kernel = true })
+    local rb <close> = assert(dummy:mmap(8))
+    assert.is_true(clock:set_output(dummy))
+    local f = assert(io.open("/proc/self/comm"))
+    local saved = f:read("l")
+    f:close()
+    local function set_comm(name)
+      local w = assert(io.open("/proc/self/comm", "w"))
+      w:write(name)
+      w:close()
+    end
+    -- the comm records of this process named `comm`; every record decodes
+    local function find_comm(comm)
+      local found = 0
+      for rec in rb:records() do
+        assert.is_nil(rec.error)
+        if rec.type == "comm" and rec.pid == PID and rec.tid == PID and rec.comm == comm then
+          found = found + 1
+        elseif rec.type == "sample" then
+          assert.is_true(rec.ip > 0)
+          assert.equal(PID, rec.tid)
+        end
+      end
+      return found
+    end
+    dummy:enable() clock:enable()
+    set_comm("Test COMM 1")
+    local x = 0
+    for i = 1, 2e6 do x = x + i end           -- samples of the sampler too
+    dummy:disable() clock:disable()
+    assert.equal(1, find_comm("Test COMM 1"))
+    -- tracking goes on with the sampler disabled
+    dummy:enable() clock:enable()
+    clock:disable()
+    set_comm("Test COMM 2")
+    dummy:disable()
+    set_comm(saved)
+    assert.equal(1, find_comm("Test COMM 2"))
+  end)
+
+  it("still refuses two samplers whose samples differ and carry no id", function()
+    local a <close> = assert(perf.open { "cpu-clock", sample_type = { "ip", "tid" }, sample_period = 100000 })
+    local b <close> = assert(perf.open { "task-clock", sample_type = { "tid", "time" }, sample_period = 100000 })
+    local rb = assert(a:mmap(1))
+    assert.error_matches(function() b:set_output(a) end, "differ in layout")
+    -- a counting event (no period) writes no samples: accepted
+    local c <close> = assert(perf.open { "task-clock", sample_type = { "tid", "time" } })
+    assert.is_true(c:set_output(a))
+    rb:close()
+  end)
+
   it("refuses to attach an event it could not tell apart", function()
     local a = tp({ "ip", "tid" })
     local b = assert(perf.open { type = "tracepoint", config = CLOSE, sample_period = 1,

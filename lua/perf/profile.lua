@@ -58,6 +58,24 @@ local function by_frequency(attr)
   return false
 end
 
+-- Syscall tracepoints and the overflow signal (csrc/signal.c): a blocking
+-- call interrupted by the signal of its own entry is restarted by the
+-- kernel and fires its entry again, which the handler keeps from being a
+-- sample ("entry"; "ioctl" for events that fire on the ioctl it makes for
+-- that too). Every signal handler returns through rt_sigreturn, a syscall
+-- (whose exit has id -1: it undoes the syscall number): raw_syscalls leave
+-- it out, the program's own too.
+local function syscall_sampling(name)
+  local tp = name:match("^[%w_]+:[%w_]+") or name
+  if tp:match("^syscalls:sys_%a+_rt_sigreturn$") then
+    error(("perf.profile: %s fires on every return from the profiler's own signal handler: profile it with perf-lua record instead"):format(tp), 4)
+  end
+  if tp == "raw_syscalls:sys_enter" then return "ioctl", true end
+  if tp == "raw_syscalls:sys_exit" then return nil, true end
+  if tp == "syscalls:sys_enter_ioctl" then return "ioctl" end
+  if tp:match("^syscalls:sys_enter_") then return "entry" end
+end
+
 -- ---- following coroutines while profiling ----
 
 local colib = package.loaded.coroutine or coroutine
@@ -154,6 +172,10 @@ function M.profiler(perf, opts)
     sample_type[#sample_type + 1] = "read"
     attr.read_format = { "group", "id" }
   end
+  local restarts, unsigreturn = syscall_sampling(name)
+  -- with "period" in sample_type a software event samples every hit,
+  -- whatever its period (perf_swevent_event): left out
+  if #sample_type == 0 and not freq then sample_type[1] = "tid" end
   if #sample_type > 0 then attr.sample_type = sample_type end
   attr.name = name
   local ev, msg, errno = perf.open(attr)
@@ -163,9 +185,10 @@ function M.profiler(perf, opts)
   end
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   ok, msg, errno = ev:notify()
+  if ok and unsigreturn then ok, msg, errno = ev:set_filter(("id != %d && id != -1"):format(core.SYS_rt_sigreturn)) end
   if not ok then ev:close() return nil, msg, errno end
   local p = setmetatable({ event = ev, name = name, freq = freq,
-    period = period, native = opts.native and true or false }, Profiler)
+    period = period, native = opts.native and true or false, restarts = restarts }, Profiler)
   if cattrs then
     p.counters, msg, errno = modes.join(perf, ev, cattrs, cnames)
     if not p.counters then ev:close() return nil, msg, errno end
@@ -186,6 +209,7 @@ end
 -- sampling event (their leader) is enabled, and stop after it.
 local function start(self, level, extra)
   if self.counters then self.counters:start() end
+  if self.restarts then core.signal_restarts(self.event, self.restarts) end
   self.state:start(level, extra)
   if self.extra then self.extra:start() end
   follow_coroutines(self)
@@ -214,6 +238,8 @@ end
 function Profiler:stop()
   check_open(self)
   if self.extra then self.extra:stop() end
+  -- before the disable: the handler must not re-enable the event after it
+  if self.restarts then core.signal_restarts(self.event, nil) end
   self.state:stop()
   if self.counters then self.counters:stop() end
   unfollow_coroutines(self)
@@ -252,7 +278,9 @@ end
 --
 -- The sample is taken at the Lua VM's next step after the overflow: the
 -- overflow signal only arms a count hook (as lua.c does for ^C). Time in a
--- C function called from Lua is charged to the Lua line that called it.
+-- C function called from Lua is charged to the Lua line that called it
+-- (its self there) and counts in the C function's Total, as the time of
+-- the Lua functions it calls back does (`table.sort`'s comparator).
 -- A tracepoint or software event sampled at every hit (`period = 1`, their
 -- default) is charged exactly: 30 `io.open` calls in a function are 30
 -- `syscalls:sys_enter_openat` samples at the line of the call.
@@ -326,17 +354,22 @@ local Profile = { __name = "perf.profile" }
 Profile.__index = Profile
 
 -- Frames as the C side keys them, leaf first: "L" name TAB source TAB
--- linedefined TAB line, "C" name, or "N" hex address.
+-- linedefined TAB line, "C" name, "c" name (a C function the sample is
+-- in), "N" hex address, or "E" n (n frames of a deep stack's middle left
+-- out: the leaf's 224 and the root's 32 are kept).
 local function parse_frame(token)
   local kind, rest = token:sub(1, 1), token:sub(2)
   if kind == "L" then
     local name, source, defined, line = rest:match("^(.-)\t(.-)\t(%-?%d+)\t(%-?%d+)$")
     return { kind = "lua", name = name ~= "" and name or nil, source = source,
       linedefined = math.tointeger(tonumber(defined)), line = math.tointeger(tonumber(line)) }
-  elseif kind == "C" then
-    return { kind = "c", name = rest, source = "[C]", linedefined = -1 }
+  elseif kind == "C" or kind == "c" then
+    return { kind = "c", name = rest, source = "[C]", linedefined = -1, running = kind == "c" }
   elseif kind == "N" then
     return { kind = "native", address = math.tointeger(tonumber(rest, 16)) }
+  elseif kind == "E" then                         -- the middle of a deep stack
+    return { kind = "elided", name = ("[%s frames elided]"):format(rest), source = "[elided]",
+      linedefined = -1, elided = math.tointeger(tonumber(rest)) }
   end
 end
 
@@ -393,22 +426,32 @@ function M.new(raw, meta)
     freq = meta.freq, period = meta.period, native = meta.native,
     mode = meta.mode, unit = meta.unit or "samples", note = meta.note,
     counter_names = meta.counter_names, counters = meta.counters }, Profile)
-  local stacks = {}
+  local stacks, deep = {}, 0
   for key, count in pairs(raw) do
-    local frames, natives = {}, nil
+    local frames, natives, running = {}, nil, nil
     for token in key:gmatch("[^\n]+") do
       local f = parse_frame(token)
       if f and f.kind == "native" then
         natives = natives or {}
         natives[#natives + 1] = f.address
+      elseif f and f.running then                   -- in functions()' Totals only
+        running = running or {}
+        running[#running + 1] = f
       elseif f then
         table.insert(frames, 1, f)                  -- root first
       end
     end
     -- the C function that entered Lua at the root (lua.c's pmain) says nothing
     while frames[1] and frames[1].kind == "c" do table.remove(frames, 1) end
-    stacks[#stacks + 1] = { frames = frames, natives = natives, count = count,
+    for _, f in ipairs(frames) do
+      if f.kind == "elided" then deep = deep + count end
+    end
+    stacks[#stacks + 1] = { frames = frames, natives = natives, running = running, count = count,
       counters = meta.counters_by_key and meta.counters_by_key[key] }
+  end
+  if deep > 0 then
+    local note = ("%d samples had stacks deeper than 256 frames: their middle frames are elided (the leaf's 224 and the root's 32 kept)"):format(deep)
+    prof.note = prof.note and (prof.note .. "; " .. note) or note
   end
   if prof.native then native_names(stacks) end
   -- one name per function: the name it was called by most often
@@ -451,6 +494,8 @@ local function frame_label(f)
   local s
   if f.kind == "lua" then
     s = ("%s (%s:%d)"):format(f.name, f.source, f.line or -1)
+  elseif f.kind == "elided" then
+    s = f.name
   elseif f.kind == "c" then
     s = f.name .. " [C]"
   else
@@ -477,24 +522,33 @@ end
 -- prof:functions() -> { {name, source, line, self, total}, ... }
 function Profile:functions()
   local by, list = {}, {}
+  local function entry(f)
+    local k = function_key(f)
+    local e = by[k]
+    if not e then
+      e = { name = f.name, source = f.source, line = f.linedefined, self = 0, total = 0 }
+      by[k] = e
+      list[#list + 1] = e
+    end
+    return e, k
+  end
   for _, s in ipairs(self.stacks) do
     local seen = {}
     local leaf = leaf_lua(s)
     for _, f in ipairs(s.frames) do
-      if f.kind ~= "native" then
-        local k = function_key(f)
-        local e = by[k]
-        if not e then
-          e = { name = f.name, source = f.source, line = f.linedefined, self = 0, total = 0 }
-          by[k] = e
-          list[#list + 1] = e
-        end
+      if f.kind ~= "native" and f.kind ~= "elided" then
+        local e, k = entry(f)
         if not seen[k] then seen[k] = true; e.total = e.total + s.count end
         if f == leaf then
           e.self = e.self + s.count
           if s.counters then add_counters(e, s.counters) end
         end
       end
+    end
+    -- the C functions the sample was in: their caller's line has the self
+    for _, f in ipairs(s.running or {}) do
+      local e, k = entry(f)
+      if not seen[k] then seen[k] = true; e.total = e.total + s.count end
     end
   end
   table.sort(list, function(a, b)
