@@ -44,6 +44,7 @@
 
 #include "ring.h"
 #include "profile.h"
+#include "keybuf.h"
 
 #define PL_PROFSTATE_MT "perf.profstate"
 #define MAXFRAMES 256           /* Lua and C frames kept per sample */
@@ -78,6 +79,7 @@ static struct {
   uint64_t read_value[MAXREAD], read_id[MAXREAD];
   lua_State *base;              /* thread that started */
   int skip;                     /* root frames of `base` not charged */
+  pl_keybuf key, full;          /* the key being made: Lua frames; with native ones */
   unsigned gen;                 /* start count, to match resume links */
   int nlinks;
   resume_link links[MAXLINKS];
@@ -162,9 +164,9 @@ static int stack_depth(lua_State *L) {
   return lua_getstack(L, 0, &ar) ? lo + 1 : 0;
 }
 
-/* Adds the frames of T from level `from` (leaf first) to b; leading C
+/* Adds the frames of T from level `from` (leaf first) to k; leading C
 ** frames are dropped when `trim`. Returns the frames added. */
-static int add_frames(lua_State *T, int from, int trim, int budget, luaL_Buffer *b) {
+static int add_frames(lua_State *T, int from, int trim, int budget, pl_keybuf *k) {
   lua_Debug ar;
   int until = -1, added = 0;
   if (T == P.base && P.skip > 0) until = stack_depth(T) - P.skip;
@@ -174,19 +176,13 @@ static int add_frames(lua_State *T, int from, int trim, int budget, luaL_Buffer 
     int c = ar.what[0] == 'C';
     if (c && trim) continue;
     trim = 0;
-    char num[48];
     if (c) {
-      luaL_addchar(b, 'C');
-      luaL_addstring(b, ar.name ? ar.name : "?");
+      pl_keybuf_printf(k, "C%s\n", ar.name ? ar.name : "?");
     } else {
-      luaL_addchar(b, 'L');
-      luaL_addstring(b, ar.what[0] == 'm' ? "main chunk" : ar.name ? ar.name : "");
-      luaL_addchar(b, '\t');
-      luaL_addstring(b, ar.short_src);
-      snprintf(num, sizeof num, "\t%d\t%d", ar.linedefined, ar.currentline);
-      luaL_addstring(b, num);
+      pl_keybuf_printf(k, "L%s\t%s\t%d\t%d\n",
+                       ar.what[0] == 'm' ? "main chunk" : ar.name ? ar.name : "",
+                       ar.short_src, ar.linedefined, ar.currentline);
     }
-    luaL_addchar(b, '\n');
     added++;
   }
   return added;
@@ -199,19 +195,14 @@ static lua_State *resumer_of(lua_State *T) {
   return NULL;
 }
 
-/* Pushes the Lua part of the stack key for the thread L the hook runs on. */
-static void push_lua_stack(lua_State *L, int event) {
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  /* a call hook runs in the callee before its first instruction: the
-  ** sample belongs to the caller */
-  int from = event == LUA_HOOKCALL ? 1 : 0, budget = MAXFRAMES;
-  int guard = 0;
+/* The Lua part of the stack key for the thread L, from level `from`, into k. */
+static void lua_stack_key(lua_State *L, int from, pl_keybuf *k) {
+  int budget = MAXFRAMES, guard = 0;
+  pl_keybuf_reset(k);
   for (lua_State *T = L; T && budget > 0 && guard <= MAXLINKS; T = resumer_of(T), guard++) {
-    budget -= add_frames(T, from, 1, budget, &b);
+    budget -= add_frames(T, from, 1, budget, k);
     from = 0;
   }
-  luaL_pushresult(&b);
 }
 
 /* ---- sample records from the ring ---- */
@@ -277,45 +268,79 @@ static int next_sample(pl_ring *r, uint64_t *ips, int max, uint64_t *lost) {
 
 /* ---- the hook ---- */
 
-static void charge(lua_State *L, int event, unsigned long n) {
-  if (!lua_checkstack(L, 6)) return;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &P) != LUA_TTABLE) { lua_pop(L, 1); return; }
+/* What the hook charges, for charge_protected. */
+typedef struct charge_args {
+  int event;
+  unsigned long n;              /* overflows to charge */
+  unsigned long done;           /* of which charged */
+} charge_args;
+
+/* Adds k samples (weighed) to the key at the top; pops it. */
+static void add_sample(lua_State *L, int stacks, unsigned long k) {
+  if (P.on_charge) P.on_charge(L, lua_gettop(L));
+  P.nread = 0;
+  lua_pushvalue(L, -1);
+  lua_Integer have = lua_rawget(L, stacks) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  lua_pushinteger(L, have + (P.weigh ? P.weigh(k) : (lua_Integer)k));
+  lua_rawset(L, stacks);
+}
+
+/* lua_CFunction run by the hook under lua_pcall (light userdata: the
+** charge_args): charges the overflows to the stack. The keys are made in
+** C memory and pushed once each (no luaL_Buffer: see hook). */
+static int charge_protected(lua_State *L) {
+  charge_args *a = (charge_args *)lua_touserdata(L, 1);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &P) != LUA_TTABLE) return 0;
   int stacks = lua_gettop(L);
-  push_lua_stack(L, event);
-  int luakey = lua_gettop(L);
+  /* level 0 is this function; a call hook runs in the callee before its
+  ** first instruction (level 1): the sample belongs to the caller */
+  lua_stack_key(L, a->event == LUA_HOOKCALL ? 2 : 1, &P.key);
   uint64_t lost = 0;
-  for (unsigned long i = 0; i < n; ) {
-    unsigned long k = n - i;          /* samples charged to this key */
+  while (a->done < a->n) {
+    unsigned long k = a->n - a->done;   /* samples charged to this key */
     if (P.ring && P.ring->base) {
       uint64_t ips[MAXNATIVE];
       int m = next_sample(P.ring, ips, MAXNATIVE, &lost);
       if (m >= 0) k = 1;
-      luaL_Buffer b;
-      luaL_buffinit(L, &b);
-      for (int j = 0; j < m; j++) {
-        char hex[24];
-        snprintf(hex, sizeof hex, "N%llx\n", (unsigned long long)ips[j]);
-        luaL_addstring(&b, hex);
-      }
-      lua_pushvalue(L, luakey);
-      luaL_addvalue(&b);
-      luaL_pushresult(&b);
+      pl_keybuf_reset(&P.full);
+      for (int j = 0; j < m; j++) pl_keybuf_printf(&P.full, "N%llx\n", (unsigned long long)ips[j]);
+      pl_keybuf_add(&P.full, P.key.p, P.key.n);
+      if (P.full.failed) return luaL_error(L, "not enough memory");
+      lua_pushlstring(L, P.full.p, P.full.n);
     } else {
-      lua_pushvalue(L, luakey);
+      if (P.key.failed) return luaL_error(L, "not enough memory");
+      lua_pushlstring(L, P.key.p, P.key.n);
     }
-    if (P.on_charge) P.on_charge(L, lua_gettop(L));
-    P.nread = 0;
-    lua_pushvalue(L, -1);
-    lua_Integer have = lua_rawget(L, stacks) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
-    lua_pop(L, 1);
-    lua_pushinteger(L, have + (P.weigh ? P.weigh(k) : (lua_Integer)k));
-    lua_rawset(L, stacks);
+    add_sample(L, stacks, k);
     if (P.owner) P.owner->samples += k;
-    i += k;
+    a->done += k;
   }
-  lua_settop(L, stacks - 1);
+  return 0;
 }
 
+/* Charges n overflows to the stack of L, never raising: a memory error
+** (or any other) loses what it did not charge. */
+static void charge(lua_State *L, int event, unsigned long n) {
+  charge_args a = { event, n, 0 };
+  if (lua_checkstack(L, 3)) {
+    lua_pushcfunction(L, charge_protected);
+    lua_pushlightuserdata(L, &a);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) lua_pop(L, 1);
+  }
+  if (P.owner) P.owner->lost += n - a.done;
+}
+
+/* The hook. It runs on the interrupted function's CallInfo (ldo.c's
+** luaD_hook calls it with L->ci unchanged), so it must leave that frame
+** as it found it: a to-be-closed slot made there (lauxlib's luaL_Buffer
+** boxes a buffer that outgrows LUAL_BUFFERSIZE and marks it with
+** lua_toclose, 5.4.3 and later) marks the interrupted Lua function's
+** nresults, and lvm.c's OP_RETURN0/OP_RETURN1 fast paths then leave the
+** missing results of its return unfilled. Everything that pushes runs
+** inside the lua_pcall of charge(), in a CallInfo of its own, and an
+** error there (out of memory) ends in charge() instead of in the
+** program's code. */
 static void hook(lua_State *L, lua_Debug *ar) {
   unsigned long n = atomic_exchange(&P.pending, 0);
   if (n && P.owner) { P.charging = 1; charge(L, ar->event, n); P.charging = 0; }
@@ -357,6 +382,8 @@ static void stop(lua_State *L, int idx, profstate *st) {
   P.ring = NULL;
   P.base = NULL;
   P.nlinks = 0;
+  pl_keybuf_free(&P.key);
+  pl_keybuf_free(&P.full);
   lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &P);
 }

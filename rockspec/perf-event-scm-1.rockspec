@@ -35,6 +35,7 @@ build = {
         "csrc/exec_hint.c",
         "csrc/group.c",
         "csrc/group_read.c",
+        "csrc/keybuf.c",
         "csrc/mount.c",
         "csrc/nearest.c",
         "csrc/perfdata.c",
