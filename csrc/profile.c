@@ -45,6 +45,7 @@
 #include "ring.h"
 #include "profile.h"
 #include "keybuf.h"
+#include "lua_layout.h"
 
 #define PL_PROFSTATE_MT "perf.profstate"
 #define MAXFRAMES 256           /* Lua and C frames kept per sample */
@@ -586,6 +587,35 @@ static int make_wrap(lua_State *L) {
   return 1;
 }
 
+/* core.lua_layout([ident]) -> name, release | nil, why: the Lua 5.4.x
+** layout (lua_layout.h) of the running Lua, checked against this thread;
+** with ident, only the release number it names */
+static int layout_info(lua_State *L) {
+  if (!lua_isnoneornil(L, 1)) {
+    lua_pushinteger(L, pl_lua_release_of(luaL_checkstring(L, 1)));
+    return 1;
+  }
+  int release = pl_lua_running_release();
+  const pl_lua_layout *lo = pl_lua_layout_for(release);
+  if (!lo) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "no layout for Lua release %d", release);
+    return 2;
+  }
+  lua_CFunction self = layout_info;
+  uintptr_t f;
+  memcpy(&f, &self, sizeof f);
+  const char *why = pl_lua_layout_check(lo, L, f);
+  if (why) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "the Lua %s layout does not match this Lua (%s)", lo->name, why);
+    return 2;
+  }
+  lua_pushstring(L, lo->name);
+  lua_pushinteger(L, release);
+  return 2;
+}
+
 /* core.profile_running() -> true while a profiler runs */
 static int running(lua_State *L) {
   lua_pushboolean(L, P.owner != NULL);
@@ -621,6 +651,7 @@ static const luaL_Reg functions[] = {
   { "profile_wrap", make_wrap },
   { "profile_vm", vm_path },
   { "profile_running", running },
+  { "lua_layout", layout_info },
   { NULL, NULL }
 };
 

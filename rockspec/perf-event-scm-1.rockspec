@@ -36,6 +36,7 @@ build = {
         "csrc/group.c",
         "csrc/group_read.c",
         "csrc/keybuf.c",
+        "csrc/lua_layout.c",
         "csrc/mount.c",
         "csrc/nearest.c",
         "csrc/perfdata.c",
