@@ -16,7 +16,8 @@
 **                global_State.gcrunning (1: running) at 105
 **   5.4.1        nCcalls counts down; lua_State has stacksize
 **   5.4.2        lua_State has no tbclist
-**   5.4.3        gcrunning at 106
+**   5.4.3        gcrunning at 106; from 5.4.3 gcstopem at 103 is set
+**                while lgc.c's singlestep runs
 **   5.4.4-5.4.8  gcstp (0: running) at 106; from 5.4.6 the stack
 **                pointers are StkIdRel unions (the pointer, or an offset
 **                while the stack is reallocated)
@@ -57,6 +58,7 @@
 #define PL_LUA_GCS_ATOMIC     2
 #define PL_LUA_GCS_CALLFIN    7
 #define PL_LUA_GCS_PAUSE      8
+#define PL_LUA_KGC_GEN        1       /* global_State.gckind: generational */
 
 /* ---- what differs between releases ---- */
 
@@ -71,7 +73,8 @@ typedef struct pl_lua_layout {
            ci_nresults, ci_callstatus, ci_size;
   /* global_State */
   uint16_t g_totalbytes, g_GCdebt, g_gcstate, g_gckind, g_gcrun,
-           g_gcemergency, g_allgc, g_mainthread;
+           g_gcemergency, g_allgc, g_mainthread,
+           g_gcstopem;          /* 1 inside lgc.c's singlestep; 0: no such field (5.4.0-5.4.2) */
   uint8_t ccalls_down;          /* nCcalls counts down (5.4.0, 5.4.1) */
   uint8_t gcrun_is_stop;        /* g_gcrun is gcstp (0: running), not gcrunning */
   uint8_t stack_moves_early;    /* the stack may be freed while ci->func still points
