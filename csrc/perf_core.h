@@ -160,9 +160,10 @@ void pl_self_refresh(void);
 /* 1 if an overflow signal with POLL_HUP arrived for fd. */
 int pl_signal_exhausted(int fd);
 /* Has the signal handler call fn (async-signal-safe; NULL: none) after
-** counting each overflow signal of the event at evidx. Returns 0 when
-** the event has no signal slot (ev:notify() was not called). */
-typedef void (*pl_overflow_fn)(void);
+** counting each overflow signal of the event at evidx, with the signal's
+** ucontext_t. Returns 0 when the event has no signal slot (ev:notify()
+** was not called). */
+typedef void (*pl_overflow_fn)(const void *uc);
 int pl_signal_set_callback(lua_State *L, int evidx, pl_overflow_fn fn);
 /* For a tracepoint on syscall entry sampled by period: the handler keeps
 ** a call it interrupted from being sampled again when the kernel restarts

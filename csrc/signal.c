@@ -16,7 +16,8 @@
 ** fixed table and bumps lock-free atomic counters. Slots belong to a small
 ** userdata kept in the event's extension table; its __gc frees the slot.
 ** Another file may ask for a C function to be called from the handler
-** after each count (pl_signal_set_callback): it must be async-signal-safe.
+** after each count (pl_signal_set_callback), with the signal's ucontext
+** (the interrupted registers): it must be async-signal-safe.
 **
 ** Restarts (pl_signal_set_restarts, for a tracepoint on syscall entry):
 ** the signal of an overflow at a syscall's entry is pending while that
@@ -88,9 +89,9 @@ static unsigned long perf_data(const siginfo_t *si) {
   return v;
 }
 
-static void call_back(sigslot *s) {
+static void call_back(sigslot *s, const void *uc) {
   pl_overflow_fn fn = atomic_load(&s->callback);
-  if (fn) fn();
+  if (fn) fn(uc);
 }
 
 /* Whether the interrupted context will make its syscall again: the saved
@@ -154,7 +155,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
           atomic_load(&s->sig_data) == data) {
         atomic_fetch_add(&s->count, 1);
         atomic_store(&s->addr, (unsigned long)si->si_addr);
-        call_back(s);
+        call_back(s, uc);
         matched = 1;
       }
     }
@@ -170,7 +171,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
         atomic_fetch_add(&s->count, 1);
         if (si->si_code == POLL_HUP) atomic_fetch_add(&s->hup, 1);
         watch_restart(s, uc);
-        call_back(s);
+        call_back(s, uc);
       }
     }
   } else {

@@ -12,9 +12,10 @@
 --   p:start() ... local prof = p:stop()
 --
 -- The C side (csrc/profile.c) charges each overflow of the event to the
--- Lua stack that was running and keeps samples by stack; this module
--- opens the event, follows coroutines while profiling, and turns the
--- stacks into functions, lines, folded stacks and reports.
+-- Lua stack that was running (the running coroutine, found at the
+-- overflow, under the lines that resumed it) and keeps samples by stack;
+-- this module opens the event and turns the stacks into functions,
+-- lines, folded stacks and reports.
 
 local core = require "perf.core"
 local nearest = require "perf.nearest"
@@ -74,26 +75,6 @@ local function syscall_sampling(name)
   if tp == "raw_syscalls:sys_exit" then return nil, true end
   if tp == "syscalls:sys_enter_ioctl" then return "ioctl" end
   if tp:match("^syscalls:sys_enter_") then return "entry" end
-end
-
--- ---- following coroutines while profiling ----
-
-local colib = package.loaded.coroutine or coroutine
-
-local function follow_coroutines(p)
-  local saved = { resume = colib.resume, wrap = colib.wrap }
-  saved.my_resume = core.profile_resume(saved.resume)
-  saved.my_wrap = core.profile_wrap(colib.create, saved.resume)
-  colib.resume, colib.wrap = saved.my_resume, saved.my_wrap
-  p.saved = saved
-end
-
-local function unfollow_coroutines(p)
-  local saved = p.saved
-  if not saved then return end
-  if colib.resume == saved.my_resume then colib.resume = saved.resume end
-  if colib.wrap == saved.my_wrap then colib.wrap = saved.wrap end
-  p.saved = nil
 end
 
 -- ---- the profiler handle ----
@@ -205,14 +186,34 @@ local function check_open(p)
   if not p.state then error("attempt to use a closed perf profiler", 3) end
 end
 
+-- Stops what start started, in the reverse order; never raises.
+local function stop_parts(self)
+  if self.extra then self.extra:stop() end
+  -- before the disable: the handler must not re-enable the event after it
+  if self.restarts then core.signal_restarts(self.event, nil) end
+  self.state:stop()
+  if self.counters then self.counters:stop() end
+end
+
 -- Counters whose values ride in the samples take their base before the
--- sampling event (their leader) is enabled, and stop after it.
-local function start(self, level, extra)
+-- sampling event (their leader) is enabled, and stop after it. A start
+-- that fails (out of memory) leaves nothing running.
+local function start_parts(self, level, extra)
   if self.counters then self.counters:start() end
   if self.restarts then core.signal_restarts(self.event, self.restarts) end
-  self.state:start(level, extra)
+  local _, why = self.state:start(level, extra)
+  self.followed = why
   if self.extra then self.extra:start() end
-  follow_coroutines(self)
+end
+
+-- level, extra: frames not charged, as st:start counts them with this
+-- function as level 1 (start_parts is two levels deeper: pcall, it)
+local function start(self, level, extra)
+  local ok, err = pcall(start_parts, self, level and level + 2, extra)
+  if not ok then
+    stop_parts(self)
+    error(err, 0)
+  end
 end
 
 function Profiler:start()
@@ -229,7 +230,8 @@ function Profiler:profile()
   for k, v in pairs(stacks) do copy[k] = v end
   local meta = { samples = samples, lost = lost, event = self.name,
     freq = self.freq, period = self.period, native = self.native,
-    mode = self.mode, unit = self.unit, note = self.note }
+    mode = self.mode, unit = self.unit,
+    note = self.note and self.followed and (self.note .. "; " .. self.followed) or self.note or self.followed }
   if self.extra and self.extra.annotate then self.extra:annotate(meta) end
   if self.counters then self.counters:annotate(meta) end
   return M.new(copy, meta)
@@ -237,12 +239,7 @@ end
 
 function Profiler:stop()
   check_open(self)
-  if self.extra then self.extra:stop() end
-  -- before the disable: the handler must not re-enable the event after it
-  if self.restarts then core.signal_restarts(self.event, nil) end
-  self.state:stop()
-  if self.counters then self.counters:stop() end
-  unfollow_coroutines(self)
+  stop_parts(self)
   return self:profile()
 end
 
@@ -257,7 +254,6 @@ function Profiler:close()
   if not self.state then self:close_events() return true end
   self.state:close()
   if self.extra then self.extra:close() end
-  unfollow_coroutines(self)
   self:close_events()
   self.state = nil
   return true
@@ -327,6 +323,12 @@ end
 -- print(perf.profile(function() os.execute "sleep 0.2" end, { mode = "wall" }))
 -- @function profile
 
+-- pcall(fn, ...)'s results, packed (under perf.profile's pcall: packing
+-- may fail too); fn is called by pcall so that it keeps no name of ours
+local function call(fn, ...)
+  return table.pack(pcall(fn, ...))
+end
+
 function M.profile(perf, fn, opts, ...)
   local mt = getmetatable(fn)
   if type(fn) ~= "function" and not (type(mt) == "table" and mt.__call) then
@@ -339,11 +341,19 @@ function M.profile(perf, fn, opts, ...)
   local ok, p, msg, errno = pcall(M.profiler, perf, opts)
   if not ok then error(perf.strip_position(p), 2) end
   if not p then return nil, msg, errno end
-  -- frames from the root up to this one, and pcall's, are not charged
-  start(p, 2, 1)
-  local results = table.pack(pcall(fn, ...))
-  local prof = p:stop()
+  -- frames from the root up to this one (level 3 of start: start, pcall,
+  -- this), and the pcall, call and pcall above it, are not charged
+  local started, err = pcall(start, p, 3, 3)
+  if not started then
+    p:close()
+    error(err, 0)
+  end
+  local called, results = pcall(call, fn, ...)
+  -- the profiler stops whatever failed, an allocation after fn included
+  local stopped, prof = pcall(p.stop, p)
   p:close()
+  if not called then error(results, 0) end
+  if not stopped then error(prof, 0) end
   if not results[1] then error(results[2], 0) end
   return prof, table.unpack(results, 2, results.n)
 end
@@ -497,7 +507,7 @@ local function frame_label(f)
   elseif f.kind == "elided" then
     s = f.name
   elseif f.kind == "c" then
-    s = f.name .. " [C]"
+    s = f.name == "[gc]" and f.name or f.name .. " [C]"   -- a collector step
   else
     s = f.name
   end
