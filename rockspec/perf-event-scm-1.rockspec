@@ -25,9 +25,11 @@ build = {
     ["perf.core"] = {
       sources = {
         "csrc/attach.c",
+        "csrc/attach_frames.c",
         "csrc/attach_keys.c",
         "csrc/attach_lua.c",
         "csrc/attach_mem.c",
+        "csrc/attach_proto.c",
         "csrc/attach_trace.c",
         "csrc/attr.c",
         "csrc/consts.c",
