@@ -127,6 +127,13 @@ bench-stat: all bench/stat_baseline.so
 
 bench: bench-stat
 
+# ---- profiling a running process: benchmark (root; see bench/attach.lua) ----
+.PHONY: bench-attach
+bench-attach: all
+	$(LUA) bench/attach.lua
+
+bench: bench-attach
+
 # ---- ring buffer: decoder fuzzing (libFuzzer, Debian's clang) ----
 # `make fuzz` runs the decoder and ring-walk target for FUZZ_RUNS executions
 # (10 million by default), then the perf.data and event-syntax targets;
