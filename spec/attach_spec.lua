@@ -28,12 +28,12 @@ end
 
 -- Starts the fixture under lua5.4: { pid, out (its stdout), fifo }. The
 -- shell waits for it and prints its exit status after it.
-local function start_target(n, after, how, prefix)
+local function start_target(n, after, how, prefix, program)
   local fifo = os.tmpname()
   os.remove(fifo)
   assert(os.execute("mkfifo -m 666 " .. fifo))
-  local out = io.popen(("%slua5.4 %s %s %d %s %s & echo $!; wait $! 2>/dev/null; echo \"status $?\"")
-    :format(prefix or "", FIXTURE, fifo, n, after, how or "-"))
+  local out = io.popen(("%s%s %s %d %s %s & echo $!; wait $! 2>/dev/null; echo \"status $?\"")
+    :format(prefix or "", program or ("lua5.4 " .. FIXTURE), fifo, n, after, how or "-"))
   local pid = math.tointeger(tonumber(out:read("l")))
   if prefix and prefix:match("unshare") then     -- its child is the fixture
     for _ = 1, 500 do
@@ -168,6 +168,26 @@ describe("perf.profile of a running process", function()
     p:close()
     assert.equal(23, prof.samples)
     assert.equal("main chunk (" .. FIXTURE .. ":24);opens (" .. FIXTURE .. ":11) 23\n", prof:folded())
+  end)
+
+  with_tracefs("follows the threads a process starts, each with a lua_State of its own", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    defer(function() os.execute("rm -rf " .. dir) end)
+    local exe = dir .. "/threads"
+    assert(os.execute(("cc -I/usr/include/lua5.4 -o %s spec/fixtures/attach_threads.c -llua5.4 -lpthread")
+      :format(exe)))
+    local t = start_target(41, "wait", nil, nil, exe)
+    local p = assert(perf.profiler { pid = t.pid, event = OPENAT })
+    assert(p:start())
+    go(t)                                -- the threads start after the tracer
+    local prof = assert(p:stop())
+    p:close()
+    assert.equal(82, prof.samples)
+    assert.equal("main chunk (worker:3) 82\n", prof:folded())
+    assert.equal(3, prof.attached.threads)
+    assert.matches("%(threads%), Lua 5%.4%.%d by lua_ident in /[%w/_%-]*/liblua5%.4%.so%.0", prof.note)
   end)
 
   with_tracefs("ends early, with the samples, when the target exits with its own status", function()
