@@ -24,9 +24,12 @@ HDRS := $(wildcard csrc/*.h)
 # Debian packages a fresh machine needs for the build, the tests and the demo.
 # libzstd1 (already there: dpkg depends on it) is loaded at run time for
 # perf record -z files; the build needs no zstd headers (csrc/zstd.c).
+# lua5.3, luajit, lighttpd (mod_magnet links liblua5.4.so.0): the targets
+# spec/attach_spec.lua profiles or refuses by pid.
 DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
               lua-ldoc lua-discount tmux chromium lua-check lua-penlight golang-go libzstd1 \
-              lua-socket prometheus prometheus-node-exporter curl
+              lua-socket prometheus prometheus-node-exporter curl \
+              lua5.3 luajit lighttpd lighttpd-modules-lua
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
 .PHONY: all deps test demo docs asan lint install clean check-root
@@ -124,6 +127,13 @@ bench-stat: all bench/stat_baseline.so
 	$(LUA) bench/stat.lua
 
 bench: bench-stat
+
+# ---- profiling a running process: benchmark (root; see bench/attach.lua) ----
+.PHONY: bench-attach
+bench-attach: all
+	$(LUA) bench/attach.lua
+
+bench: bench-attach
 
 # ---- ring buffer: decoder fuzzing (libFuzzer, Debian's clang) ----
 # `make fuzz` runs the decoder and ring-walk target for FUZZ_RUNS executions

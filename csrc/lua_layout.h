@@ -60,6 +60,24 @@
 #define PL_LUA_GCS_PAUSE      8
 #define PL_LUA_KGC_GEN        1       /* global_State.gckind: generational */
 
+/* Proto, TString (lobject.h): the same in every 5.4.x; what attach's
+** frame reader (attach_proto.c) needs to name a function and its line */
+#define PL_LUA_P_SIZECODE        24
+#define PL_LUA_P_SIZELINEINFO    28
+#define PL_LUA_P_SIZEABSLINEINFO 40
+#define PL_LUA_P_LINEDEFINED     44
+#define PL_LUA_P_CODE            64
+#define PL_LUA_P_LINEINFO        88
+#define PL_LUA_P_ABSLINEINFO     96
+#define PL_LUA_P_SOURCE         112
+#define PL_LUA_P_SIZE           128
+#define PL_LUA_TS_SHRLEN         11       /* TString.shrlen (short strings) */
+#define PL_LUA_TS_LNGLEN         16       /* TString.u.lnglen (long ones) */
+#define PL_LUA_TS_CONTENTS       24
+#define PL_LUA_TAG_SHRSTR      0x04       /* LUA_VSHRSTR, a TString's own tt */
+#define PL_LUA_TAG_LNGSTR      0x14       /* LUA_VLNGSTR */
+#define PL_LUA_ABSLINEINFO    (-0x80)     /* ldebug.c: a lineinfo byte meaning "see abslineinfo" */
+
 /* ---- what differs between releases ---- */
 
 typedef struct pl_lua_layout {

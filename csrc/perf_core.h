@@ -202,6 +202,7 @@ void pl_open_perfdata(lua_State *L);    /* perf.core.perfdata_open (perf.data fi
 void pl_open_zstd(lua_State *L);        /* perf.core.zstd_version */
 void pl_open_waiter(lua_State *L);      /* perf.core.waiter: a command, its rings and ^C */
 void pl_open_stop_signals(lua_State *L); /* perf.core.stop_signals: ^C as a descriptor */
+void pl_open_attach(lua_State *L);      /* perf.core.attach_start: another process profiled */
 
 #pragma GCC visibility pop
 

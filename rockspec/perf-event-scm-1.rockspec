@@ -24,6 +24,13 @@ build = {
   modules = {
     ["perf.core"] = {
       sources = {
+        "csrc/attach.c",
+        "csrc/attach_frames.c",
+        "csrc/attach_keys.c",
+        "csrc/attach_lua.c",
+        "csrc/attach_mem.c",
+        "csrc/attach_proto.c",
+        "csrc/attach_trace.c",
         "csrc/attr.c",
         "csrc/consts.c",
         "csrc/core.c",
@@ -76,10 +83,13 @@ build = {
     ["perf.cli.list"] = "lua/perf/cli/list.lua",
     ["perf.cli.profile"] = "lua/perf/cli/profile.lua",
     ["perf.cli.serve"] = "lua/perf/cli/serve.lua",
+    ["perf.cli.profile_attach"] = "lua/perf/cli/profile_attach.lua",
     ["perf.cli.record"] = "lua/perf/cli/record.lua",
     ["perf.cli.stat"] = "lua/perf/cli/stat.lua",
     ["perf.cli.stat_cgroups"] = "lua/perf/cli/stat_cgroups.lua",
     ["perf.cli.top"] = "lua/perf/cli/top.lua",
+    ["perf.attach"] = "lua/perf/attach.lua",
+    ["perf.attach_target"] = "lua/perf/attach_target.lua",
     ["perf.base"] = "lua/perf/base.lua",
     ["perf.capabilities"] = "lua/perf/capabilities.lua",
     ["perf.cgroup"] = "lua/perf/cgroup.lua",

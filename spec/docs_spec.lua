@@ -70,6 +70,7 @@ local PUBLIC = {
       ring = registry_methods "perf.ring",
       child = registry_methods "perf.child",
       waiter = registry_methods "perf.waiter",
+      attach = registry_methods "perf.attach",
     },
   },
   ["perf.cpus"] = {

@@ -77,6 +77,36 @@ local function syscall_sampling(name)
   if tp:match("^syscalls:sys_enter_") then return "entry" end
 end
 
+-- The sampling event of opts.event (default cpu-clock) with opts.freq or
+-- opts.period, or the event's own, or the default for its kind: attr,
+-- name, freq, period; or nil, message, errno. Raises at `level` for a
+-- malformed event.
+function M.sampling_attr(perf, opts, level)
+  local ok, attr, name, extra = pcall(perf.attr, opts.event or "cpu-clock")
+  if not ok then error("perf.profile: " .. perf.strip_position(attr), level) end
+  if not attr then return nil, "perf.profile " .. name, extra end
+  local freq, period
+  if opts.freq then
+    freq = opts.freq
+  elseif opts.period then
+    period = opts.period
+  elseif attr.freq and attr.sample_freq then
+    freq = attr.sample_freq
+  elseif attr.sample_period and attr.sample_period > 0 then
+    period = attr.sample_period
+  elseif by_frequency(attr) then
+    freq = DEFAULT_FREQ
+  else
+    period = 1
+  end
+  if freq then
+    attr.freq, attr.sample_freq, attr.sample_period = true, freq, nil
+  else
+    attr.freq, attr.sample_freq, attr.sample_period = nil, nil, period
+  end
+  return attr, name, freq, period
+end
+
 -- ---- the profiler handle ----
 
 local Profiler = { __name = "perf.profiler" }
@@ -100,6 +130,9 @@ Profiler.__index = Profiler
 -- @function profiler
 
 function M.profiler(perf, opts)
+  if type(opts) == "table" and (opts.pid ~= nil or opts.tid ~= nil) then
+    return require("perf.attach").profiler(perf, { pid = opts.pid, tid = opts.tid }, opts)
+  end
   opts = check_options(opts)
   local modes = require "perf.profile_modes"
   local mode = modes.check(opts)
@@ -120,29 +153,8 @@ function M.profiler(perf, opts)
   if mode ~= "cpu" or opts.event == "timer" then   -- alloc, off-cpu, wall, timer
     return handle(modes.open(perf, opts))
   end
-  local spec = opts.event or "cpu-clock"
-  local ok, attr, name, extra = pcall(perf.attr, spec)
-  if not ok then error("perf.profile: " .. perf.strip_position(attr), 3) end
-  if not attr then return nil, "perf.profile " .. name, extra end
-  local freq, period
-  if opts.freq then
-    freq = opts.freq
-  elseif opts.period then
-    period = opts.period
-  elseif attr.freq and attr.sample_freq then
-    freq = attr.sample_freq
-  elseif attr.sample_period and attr.sample_period > 0 then
-    period = attr.sample_period
-  elseif by_frequency(attr) then
-    freq = DEFAULT_FREQ
-  else
-    period = 1
-  end
-  if freq then
-    attr.freq, attr.sample_freq, attr.sample_period = true, freq, nil
-  else
-    attr.freq, attr.sample_freq, attr.sample_period = nil, nil, period
-  end
+  local attr, name, freq, period = M.sampling_attr(perf, opts, 4)
+  if not attr then return nil, name, freq end
   local sample_type = {}
   if opts.native then
     sample_type[#sample_type + 1] = "callchain"
@@ -165,6 +177,7 @@ function M.profiler(perf, opts)
       ("%s refused (%s): a CPU-time timer samples instead"):format(name, msg:match("%((E%u+)%)") or errno)))
   end
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
+  local ok
   ok, msg, errno = ev:notify()
   if ok and unsigreturn then ok, msg, errno = ev:set_filter(("id != %d && id != -1"):format(core.SYS_rt_sigreturn)) end
   if not ok then ev:close() return nil, msg, errno end
@@ -331,6 +344,9 @@ end
 
 function M.profile(perf, fn, opts, ...)
   local mt = getmetatable(fn)
+  if type(fn) == "table" and not (type(mt) == "table" and mt.__call) then
+    return require("perf.attach").profile(perf, fn, opts)    -- { pid = P } or { tid = T }
+  end
   if type(fn) ~= "function" and not (type(mt) == "table" and mt.__call) then
     error(("perf.profile: function expected, got %s"):format(type(fn)), 3)
   end

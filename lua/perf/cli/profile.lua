@@ -2,6 +2,7 @@
 --
 --   perf-lua profile [-e EVENT] [-F HZ | -c PERIOD] [-n N] [--native] [-o FILE] script.lua [args...]
 --   perf-lua profile [--timer | --mode off-cpu|wall|alloc] [--counters EV,EV...] [--diff BASE] ...
+--   perf-lua profile -p PID[,PID...] | -t TID [-e EVENT] [-F HZ | -c N] [--duration S | -- command...] [-o FILE]
 --
 -- Runs a Lua script under perf.profile and prints a report like perf
 -- report's: the event, the samples, then the top functions and lines.
@@ -19,6 +20,9 @@
 -- writes the differential flame graph (.svg) or the difffolded stacks
 -- (.folded). The script sees its own arguments in `arg` and `...`, as
 -- lua5.4 gives them. -n shows the top N functions and lines (default 10).
+-- -p profiles running processes that run Lua 5.4 (-t one thread) without
+-- restarting or changing them, for --duration seconds, while the command
+-- after -- runs, or until ^C, which still writes the report and -o file.
 -- Exits 1 when the script fails, 129 for a usage error.
 local arg = ...
 local perf = require "perf"
@@ -28,7 +32,7 @@ local function usage(msg)
 end
 
 local cli = require "perf.cli"
-local opts, out, top, base = {}, nil, 10, nil
+local opts, out, top, base, attach = {}, nil, 10, nil, nil
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -46,6 +50,9 @@ while i <= #arg do
     for name in value():gmatch("[^,]+") do opts.counters[#opts.counters + 1] = name end
   elseif a == "--diff" then base = value()
   elseif a == "-o" then out = value()
+  elseif a == "-p" or a == "-t" then attach = attach or {} attach[a == "-p" and "pid" or "tid"] = value()
+  elseif a == "--duration" then attach = attach or {} attach.duration = value()
+  elseif a == "--" and attach then i = i + 1 break
   elseif a == "-h" or a == "--help" then usage()
   elseif a:sub(1, 1) == "-" and a ~= "-" then require("perf.cli").unknown_option("profile", a)
   else break end
@@ -56,6 +63,9 @@ if opts.event and opts.mode then usage("give -e, --timer or --mode, not two of t
 local MODES = { ["off-cpu"] = true, wall = true, alloc = true, cpu = true }
 if opts.mode and not MODES[opts.mode] then usage("--mode is off-cpu, wall or alloc, not '" .. opts.mode .. "'") end
 if opts.counters and #opts.counters == 0 then usage("--counters needs event names, separated by commas") end
+if attach then
+  os.exit(require("perf.cli.profile_attach")(perf, attach, opts, table.move(arg, i, #arg, 1, {}), out, top, base))
+end
 local base_text
 if base then
   local f, msg = io.open(base, "rb")
