@@ -167,7 +167,12 @@ static int stack_depth(lua_State *L) {
 static int add_frames(lua_State *T, int from, int trim, int budget, luaL_Buffer *b) {
   lua_Debug ar;
   int until = -1, added = 0;
-  if (T == P.base && P.skip > 0) until = stack_depth(T) - P.skip;
+  /* the profiler's frames under the profiled function; while the profiler
+  ** itself runs (starting, stopping), all of them: none is charged */
+  if (T == P.base && P.skip > 0) {
+    until = stack_depth(T) - P.skip;
+    if (until < 0) until = 0;
+  }
   for (int level = from; added < budget && lua_getstack(T, level, &ar); level++) {
     if (until >= 0 && level >= until) break;
     if (!lua_getinfo(T, "Sln", &ar)) break;

@@ -113,3 +113,100 @@ describe("perf-lua profile options", function()
     assert.matches("exit 1\n$", out)
   end)
 end)
+
+-- A script `name` in dir with `text`, readable by anyone.
+local function script(dir, name, text)
+  local path = dir .. "/" .. name
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+local BUSY = "local x = 0 for i = 1, 3000000 do x = x + i % 7 end\n"
+
+describe("perf-lua profile keeps what it measured", function()
+  it("when the script calls os.exit: the report, the -o file, the script's code", function()
+    local dir = tmpdir()
+    local s = script(dir, "exit.lua", BUSY .. "os.exit(3)\n")
+    local out = run("-o " .. dir .. "/p.folded " .. s)
+    assert.matches("exit 3\n$", out)
+    assert.matches("#    Self  Line\n%s+%d+%.%d+%%  " .. s:gsub("%p", "%%%0") .. ":1  main chunk\n", out)
+    assert.matches("# written to .-/p%.folded\n", out)
+    assert.matches("main chunk %(.-exit%.lua:1%) %d+\n", H.read_file(dir .. "/p.folded"))
+    s = script(dir, "exit_true.lua", BUSY .. "os.exit(true, true)\n")
+    out = run(s)
+    assert.matches("exit 0\n$", out)
+    assert.matches("exit_true%.lua:1  main chunk\n", out)
+    s = script(dir, "exit_false.lua", BUSY .. "os.exit(false)\n")
+    assert.matches("exit 1\n$", run(s))
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("when the script raises: lua5.4's message and traceback, the report, status 1", function()
+    local dir = tmpdir()
+    script(dir, "err.lua", "local function f()\n  " .. BUSY .. "  error('boom')\nend\nf()\n")
+    local lua_err = H.sh(("cd %s && %s err.lua 2>&1 >/dev/null; echo \"exit $?\""):format(dir, H.lua))
+    local p = io.popen(("cd %s && %s %s/bin/perf-lua profile -o p.folded err.lua 2>err.txt; echo \"exit $?\"")
+      :format(dir, H.example, H.root))
+    local out = p:read("a")
+    p:close()
+    local err = H.read_file(dir .. "/err.txt")
+    os.execute("rm -rf " .. dir)
+    assert.matches("^lua5%.4: err%.lua:3: boom\nstack traceback:\n\t%[C%]: in function 'error'\n"
+      .. "\terr%.lua:3: in local 'f'\n\terr%.lua:5: in main chunk\n\t%[C%]: in %?\nexit 1\n$", lua_err)
+    assert.equal(lua_err, err .. "exit 1\n")
+    assert.matches("exit 1\n$", out)
+    assert.matches("err%.lua:2  f\n", out)
+    assert.matches("# written to p%.folded\n", out)
+  end)
+
+  if H.sh("command -v tmux") == "" then
+    it("needs tmux", function() pending("tmux is not installed (make test installs it)") end)
+    return
+  end
+
+  -- Runs perf-lua profile on a terminal, presses ^C once the screen shows
+  -- "ready", and returns the status, the screen and the -o file.
+  local function interrupt(text)
+    local dir = tmpdir()
+    local s = script(dir, "intr.lua", text)
+    local tmux, work = H.tmux_session("prof-intr", "-x 150 -y 40",
+      "trap : INT; cd %s && %s bin/perf-lua profile -n 3 -o %s/p.folded " .. s
+      .. "; echo \"exit $?\" > %s/status; sleep 60")
+    local screen
+    for _ = 1, 100 do
+      os.execute("sleep 0.1")
+      screen = H.sh(tmux .. "capture-pane -p -t prof-intr")
+      if screen:find("ready 1") then break end
+    end
+    os.execute("sleep 0.3")
+    assert(os.execute(tmux .. "send-keys -t prof-intr C-c"))
+    local status = H.wait_status(work)
+    screen = H.sh(tmux .. "capture-pane -p -S -200 -t prof-intr")
+    os.execute(tmux .. "kill-server 2>/dev/null")
+    local folded = H.read_file(work .. "/p.folded")
+    os.execute("rm -rf " .. dir .. " " .. work)
+    return status, screen, folded
+  end
+
+  it("at ^C: the report, the -o file, and it ends by SIGINT (130)", function()
+    local status, screen, folded = interrupt("print('ready 1') io.stdout:flush()\nwhile true do end\n")
+    assert.equal("exit 130", status, screen)
+    assert.matches("#    Self  Line\n%s+%d+%.%d+%%  .-intr%.lua:2  main chunk\n", screen)
+    assert.matches("main chunk %(.-intr%.lua:2%) %d+\n", folded or "", screen)
+  end)
+
+  it("at ^C while os.execute waits for a command: the first ^C ends the script", function()
+    local status, screen, folded = interrupt([[
+for i = 1, 3 do
+  print("ready " .. i) io.stdout:flush()
+  os.execute("sleep 5")
+end
+]])
+    assert.equal("exit 130", status, screen)
+    assert.is_nil(screen:find("ready 2", 1, true), screen)
+    assert.matches("# perf%.profile: cpu%-clock", screen)
+    assert.truthy(folded, screen)
+  end)
+end)

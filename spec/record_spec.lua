@@ -317,33 +317,6 @@ describe("perf.record", function()
   end)
 end)
 
--- A detached tmux session `name` (on a server of its own) running `cmd`
--- in a fresh directory: returns the tmux command prefix and the directory.
--- `cmd` is formatted with the tree's root, the interpreter and the
--- directory (twice).
-local function tmux_session(name, size, cmd)
-  local work = os.tmpname()
-  os.remove(work)
-  assert(os.execute("mkdir -p " .. work))
-  local tmux = ("env -u LD_PRELOAD tmux -L perf-lua-%s-%d "):format(name, H.PID)
-  cmd = cmd:format(H.root, H.example, work, work)
-  assert(os.execute(("%snew-session -d -s %s %s %s"):format(tmux, name, size, "'" .. cmd:gsub("'", "'\\''") .. "'")))
-  return tmux, work
-end
-
--- The line the session's shell wrote to `work`/status (at most 10 s).
-local function wait_status(work)
-  for _ = 1, 50 do
-    local f = io.open(work .. "/status")
-    if f then
-      local status = f:read("l")
-      f:close()
-      return status
-    end
-    os.execute("sleep 0.2")
-  end
-end
-
 describe("perf-lua record's progress", function()
   if H.sh("command -v tmux") == "" then
     it("needs tmux", function() pending("tmux is not installed (make test installs it)") end)
@@ -352,7 +325,7 @@ describe("perf-lua record's progress", function()
 
   it("shows samples and the file's size on a terminal, and nothing elsewhere", function()
     -- a command that keeps sampling for two seconds
-    local tmux, work = tmux_session("rec", "-x 150 -y 20",
+    local tmux, work = H.tmux_session("rec", "-x 150 -y 20",
       "cd %s && %s bin/perf-lua record -F 999 -o %s/p.data -- env -u LD_PRELOAD sh -c "
       .. "'end=$(($(date +%%s) + 2)); while [ $(date +%%s) -lt $end ]; do :; done'; "
       .. "echo \"exit $?\" > %s/status; sleep 60")
@@ -363,7 +336,7 @@ describe("perf-lua record's progress", function()
       seen = screen:match("%[ perf%-lua record: (%d+) samples, [%d.]+ MB " .. work:gsub("%p", "%%%0") .. "/p%.data %]")
       if seen and tonumber(seen) > 0 then break end
     end
-    local status = wait_status(work)
+    local status = H.wait_status(work)
     local screen = H.sh(tmux .. "capture-pane -p -S -200 -t rec")     -- with what scrolled off
     os.execute(tmux .. "kill-server 2>/dev/null")
     assert.are.equal("exit 0", status)
@@ -388,7 +361,7 @@ describe("perf-lua record on a terminal, ^C", function()
 
   it("writes and shows what was recorded, ends the command and exits by SIGINT, as perf", function()
     -- the shell traps ^C, so it goes on to write the status
-    local tmux, work = tmux_session("intr", "-x 150 -y 30",
+    local tmux, work = H.tmux_session("intr", "-x 150 -y 30",
       "trap : INT; cd %s && %s bin/perf-lua record -n 3 -o %s/p.data -- env -u LD_PRELOAD sh -c "
       .. "'while :; do :; done' record-intr-spec; echo \"exit $?\" > %s/status; sleep 60")
     local seen
@@ -398,7 +371,7 @@ describe("perf-lua record on a terminal, ^C", function()
       if seen and tonumber(seen) > 0 then break end
     end
     assert(os.execute(tmux .. "send-keys -t intr C-c"))
-    local status = wait_status(work)
+    local status = H.wait_status(work)
     local screen = H.sh(tmux .. "capture-pane -p -S -200 -t intr")
     os.execute(tmux .. "kill-server 2>/dev/null")
     local data = work .. "/p.data"

@@ -103,6 +103,7 @@ Profiler.__index = Profiler
 function M.profiler(perf, opts)
   opts = check_options(opts)
   local modes = require "perf.profile_modes"
+  M.own_code(modes.open)                -- its Extra:start and stop run while sampling
   local mode = modes.check(opts)
   local cattrs, cnames, cerrno
   if opts.counters ~= nil then
@@ -311,13 +312,26 @@ function M.profile(perf, fn, opts, ...)
   local ok, p, msg, errno = pcall(M.profiler, perf, opts)
   if not ok then error(perf.strip_position(p), 2) end
   if not p then return nil, msg, errno end
-  -- frames from the root up to this one, and pcall's, are not charged
-  start(p, 2, 1)
-  local results = table.pack(pcall(fn, ...))
-  local prof = p:stop()
+  local prof, results = M.run(p, nil, fn, ...)
   p:close()
   if not results[1] then error(results[2], 0) end
   return prof, table.unpack(results, 2, results.n)
+end
+
+-- M.run(p, handler, fn, ...) -> profile, results: one call of fn under the
+-- stopped profiler p, as perf.profile makes it (xpcall with the message
+-- handler `handler`, pcall without); results as table.pack gives pcall's.
+-- For perf-lua profile, which keeps p to stop it where the script exits.
+function M.run(p, handler, fn, ...)
+  -- frames from the root up to this one, and pcall's, are not charged
+  start(p, 2, 1)
+  local results
+  if handler then
+    results = table.pack(xpcall(fn, handler, ...))
+  else
+    results = table.pack(pcall(fn, ...))
+  end
+  return p:stop(), results
 end
 
 -- ---- the profile ----
@@ -387,6 +401,18 @@ local function function_key(f)
   return f.kind .. ":" .. (f.source or "") .. ":" .. f.name
 end
 
+-- The sources of the profiler's own code (as the stack keys name them:
+-- debug.getinfo's short_src): a sample taken while it ran (starting,
+-- stopping, a wrapper of perf-lua profile) is the program's below it.
+local OWN = {}
+
+-- Marks the file of `fn` (default: of the function calling it) as the
+-- profiler's own code.
+function M.own_code(fn)
+  OWN[debug.getinfo(fn or 2, "S").short_src] = true
+end
+M.own_code()
+
 -- M.new(stacks, meta) -> profile: stacks maps the C side's keys to counts
 function M.new(raw, meta)
   local prof = setmetatable({ samples = meta.samples, lost = meta.lost, event = meta.event,
@@ -401,7 +427,7 @@ function M.new(raw, meta)
       if f and f.kind == "native" then
         natives = natives or {}
         natives[#natives + 1] = f.address
-      elseif f then
+      elseif f and not (f.kind == "lua" and OWN[f.source]) then
         table.insert(frames, 1, f)                  -- root first
       end
     end
