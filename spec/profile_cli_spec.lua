@@ -210,3 +210,141 @@ end
     assert.truthy(folded, screen)
   end)
 end)
+
+describe("perf-lua profile checks its options before the run", function()
+  -- a script that leaves a mark when it runs
+  local function marking(dir)
+    return script(dir, "mark.lua", ("io.open(%q, 'w'):close()\n"):format(dir .. "/ran") .. BUSY)
+  end
+
+  it("refuses -o with a name of no known format, or where no file can be made", function()
+    local dir = tmpdir()
+    local s = marking(dir)
+    local out = run("-o " .. dir .. "/p.xyz " .. s)
+    assert.matches("exit 129\n$", out)
+    H.assert_has("-o " .. dir .. "/p.xyz: cannot tell the format from the name: use .svg, .pb.gz, .json or .folded", out)
+    assert.is_nil(out:find("traceback", 1, true), out)
+    out = run("-o " .. dir .. "/none/p.svg " .. s)
+    assert.matches("exit 1\n$", out)
+    H.assert_has("-o " .. dir .. "/none/p.svg: No such file or directory", out)
+    local ran = H.sh("ls " .. dir)
+    os.execute("rm -rf " .. dir)
+    assert.equal("mark.lua\n", ran)                   -- refused before the run
+  end)
+
+  it("takes as --diff BASE only folded stacks, not another file or format", function()
+    local dir = tmpdir()
+    local s = marking(dir)
+    for _, ext in ipairs { "svg", "pb.gz", "json" } do
+      assert.matches("exit 0\n$", run("-o " .. dir .. "/p." .. ext .. " " .. script(dir, "w.lua", BUSY)))
+    end
+    os.remove(dir .. "/ran")
+    local function refused(base, why)
+      local out = run("--diff " .. base .. " " .. s)
+      assert.matches("exit 1\n$", out)
+      H.assert_has("--diff " .. base .. ": " .. why, out)
+      H.assert_has("give the folded stacks of an earlier run", out)
+    end
+    refused("/etc/passwd", "line 1 is not a folded stack")
+    refused(dir .. "/p.svg", "an XML file (an SVG flame graph?)")
+    refused(dir .. "/p.pb.gz", "a gzip file (pprof's .pb.gz?)")
+    refused(dir .. "/p.json", "a JSON file (speedscope's?)")
+    refused("/dev/null", "no stacks in it")
+    local ran = io.open(dir .. "/ran")
+    os.execute("rm -rf " .. dir)
+    assert.is_nil(ran)
+  end)
+
+  it("samples at the kernel's maximum rate, at most, with perf's warning", function()
+    local max = perf.capabilities().max_sample_rate
+    if not max then pending("no perf_event_max_sample_rate here") return end
+    local dir = tmpdir()
+    local out = run("-F 1000000 " .. script(dir, "w.lua", BUSY))
+    os.execute("rm -rf " .. dir)
+    assert.matches("exit 0\n$", out)
+    H.assert_has(("warning: Maximum frequency rate (%d Hz) exceeded, throttling from 1000000 Hz to %d Hz.")
+      :format(max, max), out)
+    -- perf.profile's own limit: a signal per sample
+    local rate = math.min(max, 20000)
+    assert.matches("# perf%.profile: cpu%-clock at " .. rate .. " Hz\n", out)
+    if max > 20000 then H.assert_has(("sampling at 20000 Hz, not %d"):format(max), out) end
+    assert.matches("w%.lua:1  main chunk\n", out)
+  end)
+
+  it("leaves no cut -o file when the disk is full: the file there stays as it was", function()
+    local dir = tmpdir()
+    os.execute("chmod 777 " .. dir)
+    local f = assert(io.open(dir .. "/p.svg", "w"))
+    f:write("before\n")
+    f:close()
+    local p = io.popen(("trap '' XFSZ; ulimit -f 2; %s bin/perf-lua profile -o %s/p.svg %s 2>&1; echo \"exit $?\"")
+      :format(H.example, dir, script(dir, "w.lua", BUSY)))
+    local out = p:read("a")
+    p:close()
+    local kept, listing = H.read_file(dir .. "/p.svg"), H.sh("ls " .. dir)
+    os.execute("rm -rf " .. dir)
+    assert.matches("exit 1\n$", out)
+    H.assert_has("p.svg: File too large", out)
+    assert.equal("before\n", kept)
+    assert.equal("p.svg\nw.lua\n", listing)
+  end)
+end)
+
+describe("perf-lua profile and record for a user without privileges (perf_event_paranoid 2)", function()
+  -- runs perf-lua's args as nobody, with a script (text) nobody can read
+  local function as_nobody(args, text)
+    local dir = tmpdir()
+    os.execute("chmod 755 " .. dir)
+    local s = text and script(dir, "w.lua", text)
+    local list = {}
+    for w in args:gmatch("%S+") do list[#list + 1] = ("%q"):format(w) end
+    if s then list[#list + 1] = ("%q"):format(s) end
+    local out, why = H.run_as_nobody(("arg = { [0] = 'perf-lua' } io.stdout:setvbuf('no') "
+      .. "local code = require('perf.cli').main { %s } print('exit ' .. code) os.exit(code)")
+      :format(table.concat(list, ", ")))
+    os.execute("rm -rf " .. dir)
+    return out, why
+  end
+  local paranoid2 = (perf.capabilities().paranoid or 0) >= 2
+
+  it("profile samples cpu-clock:u, not the timer", function()
+    local out, why = as_nobody("profile", BUSY)
+    if not out then pending(why) return end
+    if not paranoid2 then pending("perf_event_paranoid is below 2 here") return end
+    assert.matches("# perf%.profile: cpu%-clock:u at 999 Hz\n", out)
+    H.assert_has("kernel-mode sampling is not permitted here (perf_event_paranoid", out)
+    assert.matches("w%.lua:1  main chunk\n", out)
+  end)
+
+  it("--counters page-faults counts page-faults:u", function()
+    local out, why = as_nobody("profile --counters page-faults,context-switches", BUSY)
+    if not out then pending(why) return end
+    if not paranoid2 then pending("perf_event_paranoid is below 2 here") return end
+    assert.matches("\n#%s+page%-faults:u%s+context%-switches:u  Line\n", out)
+  end)
+
+  it("--mode off-cpu and wall say what works instead", function()
+    for _, mode in ipairs { "off-cpu", "wall" } do
+      local out, why = as_nobody("profile --mode " .. mode, BUSY)
+      if not out then pending(why) return end
+      if not paranoid2 then pending("perf_event_paranoid is below 2 here") return end
+      H.assert_has("off-CPU and wall time need the kernel's context switches", out)
+      H.assert_has("run with CAP_PERFMON (or paranoid <= 1), or profile CPU time", out)
+      assert.is_nil(out:find("exclude_kernel", 1, true), out)
+    end
+  end)
+
+  it("record without -a samples user space, where perf record works as the same user", function()
+    local out, why = as_nobody("record -n 3 -- " .. H.lua, BUSY)
+    if not out then pending(why) return end
+    if not paranoid2 then pending("perf_event_paranoid is below 2 here") return end
+    local data = os.tmpname()
+    os.execute("chmod 666 " .. data)
+    local perf_ok = os.execute(("setpriv --reuid=65534 --regid=65534 --clear-groups "
+      .. "perf record -q -o %s -- true >/dev/null 2>&1"):format(data))
+    os.remove(data)
+    assert.is_true(perf_ok)                            -- perf record works here
+    assert.matches("[1-9]%d* samples of cpu%-clock:u at 999 Hz on %d+ CPUs", out)
+    assert.matches("exit 0\n$", out)
+  end)
+end)

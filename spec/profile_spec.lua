@@ -135,6 +135,7 @@ describe("perf.profile", function()
     end
     H.assert_has("function expected, got nil", err(nil))
     H.assert_has("unknown option 'evnt' (did you mean 'event'?)", err(print, { evnt = "cpu-clock" }))
+    H.assert_has("unknown option 'frequency' (did you mean 'freq'?)", err(print, { frequency = 99 }))
     H.assert_has("give freq or period, not both", err(print, { freq = 10, period = 10 }))
     H.assert_has("freq must be a positive integer", err(print, { freq = 0 }))
     H.assert_has("unknown event", err(print, { event = "no-such-event" }))

@@ -24,6 +24,9 @@ local M = {}
 local OPTION_KEYS = { event = true, freq = true, period = true, native = true, mode = true,
   counters = true }
 local DEFAULT_FREQ = 999
+-- Each sample is a signal and a hook call (several microseconds here): far
+-- above this rate the signals alone take the CPU and the program stalls.
+local MAX_FREQ = 20000
 local RING_PAGES = 64                   -- ring pages for native call chains, counters
 local NATIVE_DEPTH = 64                 -- user frames the kernel records
 
@@ -140,6 +143,12 @@ function M.profiler(perf, opts)
   else
     period = 1
   end
+  local notes = {}
+  if freq and freq > MAX_FREQ then
+    notes[#notes + 1] = ("sampling at %d Hz, not %d: each sample is a signal, and faster the signals take the CPU")
+      :format(MAX_FREQ, freq)
+    freq = MAX_FREQ
+  end
   if freq then
     attr.freq, attr.sample_freq, attr.sample_period = true, freq, nil
   else
@@ -158,6 +167,15 @@ function M.profiler(perf, opts)
   if #sample_type > 0 then attr.sample_type = sample_type end
   attr.name = name
   local ev, msg, errno = perf.open(attr)
+  -- refused for counting the kernel too (perf_event_paranoid): user space
+  -- only, as perf retries
+  local user = not ev and require("perf.base").user_only(attr, errno)
+  local uev = user and perf.open(user)
+  if uev then
+    ev, name = uev, require("perf.base").user_name(name)
+    notes[#notes + 1] = ("kernel-mode sampling is not permitted here (perf_event_paranoid %s): user space only")
+      :format(tostring(perf.capabilities().paranoid))
+  end
   if not ev and modes.timer_replaces(attr, errno, opts) then
     return handle(modes.timer(freq or math.max(1, 1000000000 // period),
       ("%s refused (%s): a CPU-time timer samples instead"):format(name, msg:match("%((E%u+)%)") or errno)))
@@ -165,7 +183,7 @@ function M.profiler(perf, opts)
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   ok, msg, errno = ev:notify()
   if not ok then ev:close() return nil, msg, errno end
-  local p = setmetatable({ event = ev, name = name, freq = freq,
+  local p = setmetatable({ event = ev, name = name, freq = freq, note = notes[1] and table.concat(notes, "; "),
     period = period, native = opts.native and true or false }, Profiler)
   if cattrs then
     p.counters, msg, errno = modes.join(perf, ev, cattrs, cnames)
@@ -602,17 +620,24 @@ local FORMATS = { folded = true, svg = true, speedscope = true, pprof = true }
 local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg", json = "speedscope",
   pprof = "pprof", ["pb.gz"] = "pprof" }
 
+-- M.format_of(path) -> the format prof:write gives `path` by its
+-- extension, or nil and why not.
+function M.format_of(path)
+  local ext = path:match("%.(pb%.gz)$") or path:match("%.([%w]+)$")
+  local format = ext and BY_EXTENSION[ext:lower()]
+  if format then return format end
+  return nil, ("cannot tell the format from '%s': name it (\"folded\", \"svg\", \"speedscope\" or \"pprof\") or use .folded, .svg, .json or .pb.gz"):format(path)
+end
+
 -- prof:write(path [, format]) -> true | nil, message, errno
 function Profile:write(path, format)
   if type(path) ~= "string" then
     error(("prof:write: path expected, got %s"):format(type(path)), 2)
   end
   if format == nil then
-    local ext = path:match("%.(pb%.gz)$") or path:match("%.([%w]+)$")
-    format = ext and BY_EXTENSION[ext:lower()]
-    if not format then
-      error(("prof:write: cannot tell the format from '%s': name it (\"folded\", \"svg\", \"speedscope\" or \"pprof\") or use .folded, .svg, .json or .pb.gz"):format(path), 2)
-    end
+    local why
+    format, why = M.format_of(path)
+    if not format then error("prof:write: " .. why, 2) end
   elseif not FORMATS[format] then
     local names = { "folded", "svg", "speedscope", "pprof" }
     error(("prof:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), names)), 2)
@@ -622,11 +647,7 @@ function Profile:write(path, format)
   elseif format == "svg" then text = self:svg()
   elseif format == "pprof" then text = require("perf.pprof").file(self)
   else text = self:speedscope() end
-  local f, msg, errno = io.open(path, "wb")
-  if not f then return nil, "prof:write: " .. msg, errno end
-  local ok
-  ok, msg, errno = f:write(text)
-  f:close()
+  local ok, msg, errno = require("perf.fs").write_atomic(path, text)
   if not ok then return nil, "prof:write: " .. msg, errno end
   return true
 end

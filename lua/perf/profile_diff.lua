@@ -136,6 +136,27 @@ function Folded:lines()
   return list
 end
 
+-- M.check_folded(text) -> true | nil, what the text is instead: whether
+-- it holds folded stacks M.folded reads ("frame;frame;... count" lines,
+-- at least one), not another of the profile's formats or another file.
+function M.check_folded(text)
+  if text:sub(1, 2) == "\31\139" then return nil, "a gzip file (pprof's .pb.gz?), not folded stacks" end
+  if text:match("^%s*<") then return nil, "an XML file (an SVG flame graph?), not folded stacks" end
+  if text:match("^%s*[{%[]") then return nil, "a JSON file (speedscope's?), not folded stacks" end
+  local n, lineno = 0, 0
+  for line in (text .. "\n"):gmatch("(.-)\r?\n") do
+    lineno = lineno + 1
+    if line ~= "" then
+      if not line:match("^.*[^%s] %d+$") then
+        return nil, ("line %d is not a folded stack ('frame;frame;... count'): %s"):format(lineno, line:sub(1, 60))
+      end
+      n = n + 1
+    end
+  end
+  if n == 0 then return nil, "no stacks in it" end
+  return true
+end
+
 -- M.folded(text [, unit]) -> a base for prof:diff from the folded stacks
 -- prof:folded() wrote (an earlier run's `-o x.folded`), counted in `unit`
 -- (the profile's, "samples" by default).
@@ -202,17 +223,24 @@ end
 local FORMATS = { "folded", "svg" }
 local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg" }
 
+-- M.format_of(path) -> the format d:write gives `path` by its extension,
+-- or nil and why not.
+function M.format_of(path)
+  local ext = path:match("%.([%w]+)$")
+  local format = ext and BY_EXTENSION[ext:lower()]
+  if format then return format end
+  return nil, ("cannot tell the format from '%s': name it (\"folded\" or \"svg\") or use .folded or .svg"):format(path)
+end
+
 -- d:write(path [, format]) -> true | nil, message, errno
 function Diff:write(path, format)
   if type(path) ~= "string" then
     error(("diff:write: path expected, got %s"):format(type(path)), 2)
   end
   if format == nil then
-    local ext = path:match("%.([%w]+)$")
-    format = ext and BY_EXTENSION[ext:lower()]
-    if not format then
-      error(("diff:write: cannot tell the format from '%s': name it (\"folded\" or \"svg\") or use .folded or .svg"):format(path), 2)
-    end
+    local why
+    format, why = M.format_of(path)
+    if not format then error("diff:write: " .. why, 2) end
   elseif not BY_EXTENSION[format] then
     error(("diff:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), FORMATS)), 2)
   end
@@ -222,11 +250,7 @@ function Diff:write(path, format)
   else
     text = self:svg()
   end
-  local f, msg, errno = io.open(path, "wb")
-  if not f then return nil, "diff:write: " .. msg, errno end
-  local ok
-  ok, msg, errno = f:write(text)
-  f:close()
+  local ok, msg, errno = require("perf.fs").write_atomic(path, text)
   if not ok then return nil, "diff:write: " .. msg, errno end
   return true
 end

@@ -19,6 +19,13 @@
 -- writes the differential flame graph (.svg) or the difffolded stacks
 -- (.folded). The script sees its own arguments in `arg` and `...`, as
 -- lua5.4 gives them. -n shows the top N functions and lines (default 10).
+-- The options are checked before the script runs: -o needs a name whose
+-- format is known, in a directory that takes files, and is written whole
+-- or not at all (a full disk leaves what was there); --diff needs folded
+-- stacks; -F above the kernel's maximum rate samples at the maximum, with
+-- perf's warning (and perf.profile samples at 20000 Hz at most). Where
+-- perf_event_paranoid refuses sampling the kernel too, the events count
+-- user space only (cpu-clock:u, page-faults:u), as perf does.
 -- What was measured is reported (and -o written) however the script
 -- ends: returning, calling os.exit, raising an error or by ^C (also ^C
 -- while os.execute waits for a command). Exits with the script's status
@@ -89,12 +96,31 @@ local function fail(msg)
   os.exit(1)
 end
 
--- The --diff base's text.
+-- -o: a name whose format is known, where a file can be made.
+local function check_output(o)
+  if not o.out then return end
+  local lib = require(o.base and "perf.profile_diff" or "perf.profile")
+  if not lib.format_of(o.out) then
+    usage(("-o %s: cannot tell the format from the name: use %s"):format(o.out,
+      o.base and ".svg or .folded (with --diff)" or ".svg, .pb.gz, .json or .folded"))
+  end
+  local ok, msg = require("perf.fs").can_create(o.out)
+  if not ok then fail("perf-lua profile: -o " .. msg) end
+end
+
+-- The --diff base's text: folded stacks, as -o x.folded writes them.
 local function read_base(path)
   local f, msg = io.open(path, "rb")
   if not f then fail("perf-lua profile: --diff: " .. msg) end
-  local text = f:read("a")
+  local text
+  text, msg = f:read("a")
   f:close()
+  if not text then fail(("perf-lua profile: --diff: %s: %s"):format(path, msg)) end
+  local ok, why = require("perf.profile_diff").check_folded(text)
+  if not ok then
+    fail(("perf-lua profile: --diff %s: %s; give the folded stacks of an earlier run (its -o base.folded)")
+      :format(path, why))
+  end
   return text
 end
 
@@ -222,7 +248,9 @@ function finish(o, prof, outcome)
 end
 
 local o = parse(arg)
+check_output(o)
 if o.base then o.base_text = read_base(o.base) end
+if o.opts.freq and o.opts.event ~= "timer" then o.opts.freq = cli.max_freq(o.opts.freq) end
 local chunk, msg = loadfile(o.script)
 if not chunk then fail(msg) end
 local ok, p, err = pcall(perf.profiler, o.opts)
