@@ -25,7 +25,7 @@ HDRS := $(wildcard csrc/*.h)
 # libzstd1 (already there: dpkg depends on it) is loaded at run time for
 # perf record -z files; the build needs no zstd headers (csrc/zstd.c).
 DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
-              lua-ldoc lua-discount tmux chromium lua-check golang-go libzstd1
+              lua-ldoc lua-discount tmux chromium lua-check golang-go libzstd1 libc6-dbg
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
 .PHONY: all deps test demo docs asan lint install clean check-root

@@ -211,6 +211,18 @@ end
   end)
 end)
 
+describe("perf-lua profile runs the script as lua5.4 does", function()
+  it("with arg[-1] the interpreter, arg[0] the script, its arguments after", function()
+    local dir = tmpdir()
+    local s = script(dir, "args.lua", "print(arg[-1], arg[0], arg[1], arg[2], select('#', ...))\n")
+    local out = run(s .. " a b")
+    local lua_out = H.sh(("%s %s a b"):format(H.lua, s))
+    os.execute("rm -rf " .. dir)
+    assert.equal(H.lua .. "\t" .. s .. "\ta\tb\t2\n", lua_out)
+    assert.equal(lua_out, out:match("^[^\n]*\n"))
+  end)
+end)
+
 describe("perf-lua profile checks its options before the run", function()
   -- a script that leaves a mark when it runs
   local function marking(dir)

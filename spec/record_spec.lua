@@ -298,6 +298,25 @@ describe("perf.record", function()
       assert.same({ "exit", 3 }, { how, code })
     end)
 
+    it("names libc's functions from its installed debug file, as perf report does", function()
+      if not have_perf then pending("needs perf") return end
+      local e = require("perf.elf").open(require("perf.uprobe").find_binary("libc.so.6"))
+      if not (e and e.debug_file) then pending("libc's debug file is not installed (make deps installs libc6-dbg)") return end
+      local file = tmp("malloc.data")
+      local out = example("-n 40 -o " .. file .. " -- " .. H.lua
+        .. " -e 'local t = {} for i = 1, 2e6 do t[i % 1000 + 1] = { i, tostring(i) } end'")
+      local theirs = H.sh(("%s report -i %s --stdio --no-children --sort dso,sym -g none 2>/dev/null"):format(PERF, file))
+      local rows = 0
+      for pct, name in out:match("by symbol:\n(.*)$"):gmatch("\n%s*([%d.]+)%%%s+%d+%s+libc%.so%.6%s+%[%.%] (%S+)") do
+        rows = rows + 1
+        assert.is_nil(name:match("^0x"), out)           -- every libc row is named
+        assert.matches("\n%s*" .. pct:gsub("%.", "%%.") .. "%%%s+libc%.so%.6%s+%[%.%] " .. name:gsub("%p", "%%%0") .. "\n",
+          theirs)
+      end
+      assert.is_true(rows >= 3, out)
+      H.assert_has("[.] _int_malloc\n", out)
+    end)
+
     it("-o keeps the perf.data file for perf report; long DSO names keep the columns", function()
       local file = tmp("ex.data")
       local out = example("-n 5 -o " .. file .. " -e syscalls:sys_enter_openat -- sh -c 'ls / >/dev/null'")

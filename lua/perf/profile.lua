@@ -203,11 +203,13 @@ end
 
 -- Counters whose values ride in the samples take their base before the
 -- sampling event (their leader) is enabled, and stop after it.
+-- Sampling starts last and stops first: the profiler's own code runs
+-- outside it.
 local function start(self, level, extra)
   if self.counters then self.counters:start() end
-  self.state:start(level, extra)
-  if self.extra then self.extra:start() end
   follow_coroutines(self)
+  if self.extra then self.extra:start() end
+  self.state:start(level, extra)
 end
 
 function Profiler:start()
@@ -231,9 +233,9 @@ function Profiler:profile()
 end
 
 function Profiler:stop()
-  check_open(self)
-  if self.extra then self.extra:stop() end
+  if not self.state then check_open(self) end
   self.state:stop()
+  if self.extra then self.extra:stop() end
   if self.counters then self.counters:stop() end
   unfollow_coroutines(self)
   return self:profile()
@@ -340,16 +342,18 @@ end
 -- stopped profiler p, as perf.profile makes it (xpcall with the message
 -- handler `handler`, pcall without); results as table.pack gives pcall's.
 -- For perf-lua profile, which keeps p to stop it where the script exits.
+-- Stops p before anything else runs (table.pack's allocation would be
+-- charged in mode alloc), then packs the results.
+local function stop_with(p, ...)
+  local prof = p:stop()
+  return prof, table.pack(...)
+end
+
 function M.run(p, handler, fn, ...)
   -- frames from the root up to this one, and pcall's, are not charged
   start(p, 2, 1)
-  local results
-  if handler then
-    results = table.pack(xpcall(fn, handler, ...))
-  else
-    results = table.pack(pcall(fn, ...))
-  end
-  return p:stop(), results
+  if handler then return stop_with(p, xpcall(fn, handler, ...)) end
+  return stop_with(p, pcall(fn, ...))
 end
 
 -- ---- the profile ----
@@ -601,19 +605,31 @@ function Profile:svg()
   })
 end
 
--- prof:speedscope() -> speedscope's JSON file format
+-- speedscope's unit of a profile's weights
+local SPEEDSCOPE_UNIT = { nanoseconds = "nanoseconds", bytes = "bytes" }
+
+-- prof:speedscope() -> speedscope's JSON file format. A Lua function is
+-- one frame (its name, file and the line defining it), so its samples at
+-- different lines stay one function in the sandwich view; the line a
+-- sample ran comes as a frame of its own under the innermost function.
 function Profile:speedscope()
   local stacks = {}
   for i, s in ipairs(self.stacks) do
     local frames = {}
     for j, f in ipairs(s.frames) do
-      frames[j] = { name = frame_label(f), line = f.kind == "lua" and f.line or nil,
-        file = f.kind ~= "c" and f.source or nil }
+      if f.kind == "lua" then
+        frames[j] = { name = f.name, file = f.source, line = f.linedefined }
+      else
+        frames[j] = { name = frame_label(f), file = f.kind ~= "c" and f.source or nil }
+      end
     end
+    local leaf = leaf_lua(s)
+    if leaf then frames[#frames + 1] = { name = ("%s:%d"):format(leaf.source, leaf.line), file = leaf.source, line = leaf.line } end
     if #frames == 0 then frames[1] = { name = "[unknown]" } end
     stacks[i] = { frames = frames, count = s.count }
   end
-  return require("perf.flamegraph").speedscope(stacks, { name = self:sampling() })
+  return require("perf.flamegraph").speedscope(stacks, { name = self:sampling(),
+    unit = SPEEDSCOPE_UNIT[self.unit] })
 end
 
 local FORMATS = { folded = true, svg = true, speedscope = true, pprof = true }
@@ -691,7 +707,7 @@ function Profile:report(max)
     local where = f.source == "[C]" and "[C]" or ("%s:%d"):format(f.source, f.line)
     add("  %s  %s  %s  (%s)", percent(f.self, total), percent(f.total, total), f.name, where)
   end
-  if #fns > max then add("  ... %d more functions", #fns - max) end
+  if #fns > max then add("  ... %d more function%s", #fns - max, #fns - max == 1 and "" or "s") end
   add("#")
   add("#    Self  Line")
   local lines = self:lines()
@@ -699,7 +715,7 @@ function Profile:report(max)
     local l = lines[i]
     add("  %s  %s:%d  %s", percent(l.count, total), l.source, l.line, l.name)
   end
-  if #lines > max then add("  ... %d more lines", #lines - max) end
+  if #lines > max then add("  ... %d more line%s", #lines - max, #lines - max == 1 and "" or "s") end
   if self.counter_names then out[#out + 1] = require("perf.profile_modes").counter_report(self, lines, max) end
   return table.concat(out, "\n") .. "\n"
 end

@@ -182,7 +182,7 @@ function Diff:report(max)
     add("  %6.2f%%  %6.2f%%  %+6.2f  %s:%d  %s", 100 * share(l.base, self.base_total),
       100 * share(l.count, self.total), l.change, l.source, l.line, l.name or "?")
   end
-  if #lines > max then add("  ... %d more lines", #lines - max) end
+  if #lines > max then add("  ... %d more line%s", #lines - max, #lines - max == 1 and "" or "s") end
   return table.concat(out, "\n") .. "\n"
 end
 

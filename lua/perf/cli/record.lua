@@ -12,7 +12,8 @@
 -- runs (--all-cpus), -n shows the top N rows (default 10). Then it reads
 -- the file back and prints what was hot: samples per command/thread, per
 -- DSO and per symbol, as perf report does. User ips are named from the
--- files' symbol tables (perf.elf), kernel ips from /proc/kallsyms
+-- files' symbol tables (perf.elf; for a file stripped of .symtab, such as
+-- libc, its debug file in /usr/lib/debug/.build-id, as perf), kernel ips from /proc/kallsyms
 -- (perf.kallsyms). On a terminal, the samples so far and the file's size
 -- are shown while the command runs. -F above the kernel's maximum rate
 -- records at the maximum, with perf's warning; an event this machine
