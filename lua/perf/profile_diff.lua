@@ -48,10 +48,57 @@ local function check_profile(p, what)
   end
 end
 
+local Folded = { __name = "perf.profile.folded" }
+Folded.__index = Folded
+
+-- A function that only a tail call or C code called has no name in a run
+-- ("<source:line it is defined at>"), and its name in another: one name
+-- for both sides. From the profile: the function each source line is in,
+-- and the names; from the base's frames ("name (source:line)"), the name
+-- of a function the profile left unnamed. Returns the base and a copy of
+-- the profile, renamed.
+local function one_name(base, prof)
+  local fn_of, name_of = {}, {}          -- "source:line" -> function key; key -> name
+  for _, s in ipairs(prof.stacks or {}) do
+    for _, f in ipairs(s.frames) do
+      if f.kind == "lua" then
+        local key = f.source .. ":" .. f.linedefined
+        fn_of[f.source .. ":" .. f.line] = key
+        if f.name:sub(1, 1) ~= "<" then name_of[key] = f.name end
+      end
+    end
+  end
+  local text = base.text
+  for name, src, line in text:gmatch("([^;\n]-) %(([^;\n]+):(%-?%d+)%)") do
+    local key = fn_of[src .. ":" .. line]
+    if key and not name_of[key] and name:sub(1, 1) ~= "<" then name_of[key] = name end
+  end
+  local renamed = text:gsub("<([^;\n>]+:%-?%d+)> %(", function(key)
+    return name_of[key] and (name_of[key] .. " (") or nil
+  end)
+  local copy = setmetatable({}, getmetatable(prof))
+  for k, v in pairs(prof) do copy[k] = v end
+  copy.stacks = {}
+  for i, s in ipairs(prof.stacks or {}) do
+    local frames = {}
+    for j, f in ipairs(s.frames) do
+      local key = f.kind == "lua" and f.source .. ":" .. f.linedefined
+      if key and f.name:sub(1, 1) == "<" and name_of[key] then
+        frames[j] = setmetatable({ name = name_of[key] }, { __index = f })
+      else
+        frames[j] = f
+      end
+    end
+    copy.stacks[i] = setmetatable({ frames = frames }, { __index = s })
+  end
+  return M.folded(renamed, base.unit), copy
+end
+
 -- M.new(base, prof) -> diff
 function M.new(base, prof)
   check_profile(base, "base")
   check_profile(prof, "the profile")
+  if getmetatable(base) == Folded and prof.stacks then base, prof = one_name(base, prof) end
   if (base.unit or "samples") ~= (prof.unit or "samples") then
     error(("prof:diff: the profiles count different things (%s and %s)")
       :format(base.unit or "samples", prof.unit or "samples"), 3)
@@ -113,9 +160,6 @@ local function leaf_line(stack)
     if name then return name, source, math.tointeger(tonumber(line)) end
   end
 end
-
-local Folded = { __name = "perf.profile.folded" }
-Folded.__index = Folded
 
 function Folded:folded() return self.text end
 
