@@ -29,7 +29,7 @@ HDRS := $(wildcard csrc/*.h)
 DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
               lua-ldoc lua-discount tmux chromium lua-check lua-penlight golang-go libzstd1 \
               lua-socket prometheus prometheus-node-exporter curl \
-              lua5.3 luajit lighttpd lighttpd-modules-lua
+              lua5.3 luajit lighttpd lighttpd-modules-lua libc6-dbg
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
 .PHONY: all deps test demo docs asan lint install clean check-root

@@ -141,7 +141,12 @@ static int add_frames(lua_State *T, int from, int trim, int budget, pl_keybuf *k
                       int *next) {
   lua_Debug ar;
   int until = -1, added = 0, level;
-  if (T == P.base && P.skip > 0) until = stack_depth(T) - P.skip;
+  /* the profiler's frames under the profiled function; while the profiler
+  ** itself runs (starting, stopping), all of them: none is charged */
+  if (T == P.base && P.skip > 0) {
+    until = stack_depth(T) - P.skip;
+    if (until < 0) until = 0;
+  }
   if (next) *next = -1;
   for (level = from; lua_getstack(T, level, &ar); level++) {
     if (until >= 0 && level >= until) break;

@@ -159,6 +159,22 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
         matched = 1;
       }
     }
+  } else if (sig == SIGIO && si->si_code == SI_KERNEL) {
+    /* the queue of realtime signals was full: the kernel sends SIGIO
+    ** instead (fcntl(2), F_SETSIG), naming no fd. It is the overflow of
+    ** the one event signalling that way, when only one does. */
+    sigslot *only = NULL;
+    int n = 0;
+    for (int i = 0; i < PL_SIGSLOTS; i++) {
+      sigslot *s = &slots[i];
+      if (atomic_load(&s->state) == 1 && !atomic_load(&s->trap) &&
+          atomic_load(&s->signo) >= SIGRTMIN) { only = s; n++; }
+    }
+    if (n == 1) {
+      atomic_fetch_add(&only->count, 1);
+      call_back(only);
+      matched = 1;
+    }
   } else if (sig != SIGTRAP) {
     for (int i = 0; i < PL_SIGSLOTS && !matched; i++) {
       sigslot *s = &slots[i];
@@ -295,6 +311,14 @@ static int ev_notify(lua_State *L) {
   atomic_store(&s->state, 1);
 
   int err = install((int)signo);
+  /* a realtime signal whose queue is full comes as SIGIO, which would end
+  ** the process: taken too, unless the program handles SIGIO itself */
+  if (!err && !trap && signo >= SIGRTMIN && !installed[SIGIO]) {
+    struct sigaction cur;
+    if (sigaction(SIGIO, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_handler == SIG_DFL)
+      err = install(SIGIO);
+  }
   if (err) return pl_fail(L, err, "notify: sigaction", NULL);
   if (trap) { lua_pushboolean(L, 1); return 1; }
 

@@ -174,6 +174,11 @@ function M.record(perf, argv, events, opts)
     local spec, name = spec_of(perf, e, opts, i == 1)
     local set
     set, msg, errno = perf.cpus.open(spec, target)
+    -- refused for sampling the kernel too (perf_event_paranoid): user
+    -- space only, as perf record retries
+    local user = not set and not opts.all_cpus and require("perf.base").user_only(spec, errno)
+    local uset = user and perf.cpus.open(user, target)
+    if uset then set, name = uset, require("perf.base").user_name(name) end
     if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
     sets[#sets + 1], names[#names + 1] = set, name
     local ok
