@@ -172,7 +172,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     }
     if (n == 1) {
       atomic_fetch_add(&only->count, 1);
-      call_back(only);
+      call_back(only, uc);
       matched = 1;
     }
   } else if (sig != SIGTRAP) {
