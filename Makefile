@@ -27,8 +27,9 @@ HDRS := $(wildcard csrc/*.h)
 # lua5.3, luajit, lighttpd (mod_magnet links liblua5.4.so.0): the targets
 # spec/attach_spec.lua profiles or refuses by pid.
 DEBIAN_PKGS = make gcc libc6-dev pkg-config lua5.4 liblua5.4-dev luarocks lua-busted linux-perf \
-              lua-ldoc lua-discount tmux chromium lua-check golang-go libzstd1 \
-              lua5.3 luajit lighttpd lighttpd-modules-lua
+              lua-ldoc lua-discount tmux chromium lua-check lua-penlight golang-go libzstd1 \
+              lua-socket prometheus prometheus-node-exporter curl \
+              lua5.3 luajit lighttpd lighttpd-modules-lua libc6-dbg
 BUSTED = busted --lua=$(LUA) -o spec/output.lua
 
 .PHONY: all deps test demo docs asan lint install clean check-root
@@ -126,6 +127,13 @@ bench-stat: all bench/stat_baseline.so
 	$(LUA) bench/stat.lua
 
 bench: bench-stat
+
+# ---- profiling a running process: benchmark (root; see bench/attach.lua) ----
+.PHONY: bench-attach
+bench-attach: all
+	$(LUA) bench/attach.lua
+
+bench: bench-attach
 
 # ---- ring buffer: decoder fuzzing (libFuzzer, Debian's clang) ----
 # `make fuzz` runs the decoder and ring-walk target for FUZZ_RUNS executions
@@ -251,3 +259,10 @@ SOAK_MINUTES ?= 10
 .PHONY: bench-soak
 bench-soak: all
 	$(LUA) bench/soak.lua $(SOAK_MINUTES)
+
+# ---- serving /metrics next to node_exporter's perf collector (root; see bench/serve.lua) ----
+.PHONY: bench-serve
+bench-serve: all
+	$(LUA) bench/serve.lua
+
+bench: bench-serve

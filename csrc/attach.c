@@ -8,17 +8,20 @@
 **   a:close()  (also __gc, __close): stops the tracer, drops its result
 **
 ** The tracer (attach_trace.c) runs in a child process forked here: the
-** profiler's Lua state is not touched there. Two pipes join them: the
+** profiler's Lua state is not touched there, and it keeps none of the
+** profiler's files but its own two pipes. The pipes join them: the
 ** control pipe, whose closing tells the tracer to detach (and which closes
 ** by itself when the profiler dies, so the tracer then detaches too), and
 ** the result pipe, which brings "R" once every thread is seized and its
 ** event open (or "E errno what" when that fails), and at the end the
 ** counts and the samples by stack key.
 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -84,6 +87,22 @@ static int first_line(int fd, char *line, size_t len) {
   return (int)n;
 }
 
+/* In the tracer: closes what it inherited but the two pipes, so that it
+** holds none of the profiler's files (a pipe end, a socket) open longer. */
+static void close_inherited(int keep1, int keep2) {
+  int fds[4096], n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  int self = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < (int)(sizeof fds / sizeof fds[0])) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] != '.' && fd > 2 && fd != keep1 && fd != keep2 && fd != self) fds[n++] = fd;
+  }
+  closedir(d);
+  for (int i = 0; i < n; i++) close(fds[i]);
+}
+
 static int fork_tracer(lua_State *L, pl_attach *a, pl_tracer_cfg *cfg) {
   int ctl[2], out[2];
   if (pipe2(ctl, O_CLOEXEC) != 0) return pl_fail(L, errno, "pipe", NULL);
@@ -99,8 +118,7 @@ static int fork_tracer(lua_State *L, pl_attach *a, pl_tracer_cfg *cfg) {
     return pl_fail(L, err, "fork", NULL);
   }
   if (pid == 0) {
-    close(ctl[1]);
-    close(out[0]);
+    close_inherited(ctl[0], out[1]);
     cfg->ctl_fd = ctl[0];
     cfg->out_fd = out[1];
     _exit(pl_tracer_run(cfg));
@@ -114,6 +132,13 @@ static int fork_tracer(lua_State *L, pl_attach *a, pl_tracer_cfg *cfg) {
 }
 
 /* core.attach_start(t) -> a | nil, what, errno */
+/* The layout of Lua release `rel` as lua_ident spells it ("5.4.4"), or NULL. */
+static const pl_lua_layout *layout_named(const char *rel) {
+  char ident[32];
+  snprintf(ident, sizeof ident, "Lua %s", rel);
+  return pl_lua_layout_for(pl_lua_release_of(ident));
+}
+
 static int l_attach_start(lua_State *L) {
   static const char *const keys[] = { "pid", "tid", "attr", "release" };
   pl_tracer_cfg cfg;
@@ -126,7 +151,7 @@ static int l_attach_start(lua_State *L) {
   cfg.tid = (pid_t)luaL_optinteger(L, -1, 0);
   lua_getfield(L, 1, "release");
   const char *rel = luaL_checkstring(L, -1);
-  cfg.layout = pl_lua_layout_find(rel);
+  cfg.layout = layout_named(rel);
   if (!cfg.layout) return luaL_error(L, "core.attach_start: no layout for Lua %s", rel);
   lua_getfield(L, 1, "attr");
   luaL_checktype(L, -1, LUA_TTABLE);
@@ -242,7 +267,7 @@ static int a_tostring(lua_State *L) {
 
 /* core.attach_layout(release) -> whether Lua `release` ("5.4.4") is known */
 static int l_attach_layout(lua_State *L) {
-  lua_pushboolean(L, pl_lua_layout_find(luaL_checkstring(L, 1)) != NULL);
+  lua_pushboolean(L, layout_named(luaL_checkstring(L, 1)) != NULL);
   return 1;
 }
 

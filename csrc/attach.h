@@ -2,7 +2,9 @@
 ** attach.h: what the files that profile another process share.
 **
 **   attach_mem.c    reading the target's memory (process_vm_readv)
-**   attach_lua.c    its running lua_State and Lua stack, read remotely
+**   attach_lua.c    its running lua_State, and the stack key (attach_walk.h)
+**   attach_frames.c the calls of a lua_State, read remotely
+**   attach_proto.c  Protos: their lines and source names
 **   attach_keys.c   samples counted by stack key
 **   attach_trace.c  the tracer: ptrace, the sigtrap events, the stop loop
 **   attach.c        core.attach_start: the tracer process and its results

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -386,6 +387,9 @@ int pl_tracer_run(const pl_tracer_cfg *cfg) {
   if (!tr) { say(cfg->out_fd, "E 12 out of memory\n"); return 1; }
   tr->cfg = cfg;
   tr->mem.pid = cfg->tid ? cfg->tid : cfg->pid;
+  /* the target waits for this process at each sample: where it may, it
+  ** runs ahead of ordinary work (a failure leaves the priority as it was) */
+  if (setpriority(PRIO_PROCESS, 0, -10) != 0) errno = 0;
   int sigfd = tracer_signals();
   if (sigfd < 0) { fail(tr, errno, "signalfd"); return 1; }
   tr->walk = pl_luawalk_new(&tr->mem, cfg->layout);

@@ -62,6 +62,7 @@ int luaopen_perf_core(lua_State *L) {
   pl_open_perfdata(L);    /* perf.data files: reads records as the rings do */
   pl_open_zstd(L);
   pl_open_waiter(L);      /* waits on rings: after them */
+  pl_open_stop_signals(L);
   pl_open_attach(L);      /* another process profiled (its own tracer) */
   lua_pushliteral(L, "0.1");
   lua_setfield(L, -2, "version");

@@ -95,6 +95,10 @@ enum {
 #define PL_REGS_ABI_32   1
 #define PL_REGS_ABI_64   2
 
+/* A u32 field the kernel fills from a pid_t (pid, tid, ppid, ptid,
+** next_prev_pid/tid), as the signed value it is: -1 stays -1. */
+#define PL_SIGNED32(v) ((uint64_t)(int64_t)(int32_t)(uint32_t)(v))
+
 /* ---- unaligned little-endian loads (the host is little-endian) ---- */
 static inline uint64_t pl_u64at(const unsigned char *p) {
   uint64_t v; memcpy(&v, p, 8); return v;

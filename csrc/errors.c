@@ -218,7 +218,7 @@ const char *pl_open_hint(int err, const struct pl_attr *a, pid_t pid, int cpu,
   case EACCES:
   case EPERM:
     if (!read_sysctl("/proc/sys/kernel/perf_event_paranoid", &v)) v = 2;
-    if (pid == -1 || cpu != -1)
+    if (pid == -1)
       add(buf, len, "perf_event_paranoid is %ld: cpu-wide events need "
           "CAP_PERFMON (or paranoid <= 0)", v);
     else if (!PL_HAS(a, PL_FLAG_EXCLUDE_KERNEL) && v >= 2)

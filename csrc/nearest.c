@@ -50,11 +50,13 @@ static size_t limit_for(const char *s) {
 }
 
 /* Weighs candidate `c` for `s`: close by edit distance, or (for 3 letters
-** or more) containing `s`. */
+** or more) containing `s`, or (for 4 or more) the start of `s`, as an
+** abbreviation is: "frequency" suggests 'freq'. */
 static void consider(hits *h, const char *s, const char *c, size_t limit) {
-  size_t d = distance(s, c, limit);
+  size_t d = distance(s, c, limit), lc = strlen(c);
   int i;
   if (d > limit && strlen(s) >= 3 && strcasestr(c, s)) d = limit;
+  if (d > limit && lc >= 4 && lc < strlen(s) && strncasecmp(s, c, lc) == 0) d = limit;
   if (d > limit) return;
   for (i = 0; i < h->n; i++)
     if (strcmp(h->name[i], c) == 0) return;          /* a name listed twice */

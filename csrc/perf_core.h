@@ -160,9 +160,10 @@ void pl_self_refresh(void);
 /* 1 if an overflow signal with POLL_HUP arrived for fd. */
 int pl_signal_exhausted(int fd);
 /* Has the signal handler call fn (async-signal-safe; NULL: none) after
-** counting each overflow signal of the event at evidx. Returns 0 when
-** the event has no signal slot (ev:notify() was not called). */
-typedef void (*pl_overflow_fn)(void);
+** counting each overflow signal of the event at evidx, with the signal's
+** ucontext_t. Returns 0 when the event has no signal slot (ev:notify()
+** was not called). */
+typedef void (*pl_overflow_fn)(const void *uc);
 int pl_signal_set_callback(lua_State *L, int evidx, pl_overflow_fn fn);
 /* For a tracepoint on syscall entry sampled by period: the handler keeps
 ** a call it interrupted from being sampled again when the kernel restarts
@@ -200,6 +201,7 @@ void pl_open_profile_counters(lua_State *L); /* counters = {...}: deltas per sam
 void pl_open_perfdata(lua_State *L);    /* perf.core.perfdata_open (perf.data files) */
 void pl_open_zstd(lua_State *L);        /* perf.core.zstd_version */
 void pl_open_waiter(lua_State *L);      /* perf.core.waiter: a command, its rings and ^C */
+void pl_open_stop_signals(lua_State *L); /* perf.core.stop_signals: ^C as a descriptor */
 void pl_open_attach(lua_State *L);      /* perf.core.attach_start: another process profiled */
 
 #pragma GCC visibility pop

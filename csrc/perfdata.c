@@ -1,681 +1,142 @@
 /*
 ** perfdata.c: perf.data files, read through the ring's decoder.
 **
-**   local f = perf.core.perfdata_open(path)     -- or nil, msg, errno
-**   f:info()            attrs, raw feature sections, meta records
+**   local f = perf.core.perfdata_open(path [, split])   -- or nil, msg, errno
+**   f:info()            attrs, raw feature sections, meta records, note
 **   f:set_names(list)   event names by attr, for rec.event
 **   for rec in f:records([t]) do ... end
 **   for ip, tid in f:samples("ip", "tid") do ... end
 **   f:close()
 **
-** The file is read whole into memory and its framing checked once, when
-** it opens: the header, the attr and feature sections and every record
-** header of the data section must lie inside the file, or the open fails
-** with a message naming the offset. Records are then decoded with
-** pl_decode (decode.h) and pushed with pl_record_push, as a ring's are,
-** each with the layout of the attr its id belongs to (perf's rule in
-** evlist__event2evsel: one attr, or an attr without sample_id_all for a
-** non-sample record, needs no id; an id 0 means the first attr).
+** Opening (mapping, framing, decompression, directories) is in
+** perfdata_load.c, the records perf adds itself in perfdata_user.c. Records
+** are decoded with pl_decode (decode.h) and pushed with pl_record_push, as
+** a ring's are, each with the layout of the attr its id belongs to (perf's
+** rule in evlist__event2evsel: one attr, or an attr without sample_id_all
+** for a non-sample record, needs no id; an id 0 means the first attr).
 **
-** Layout of the file (tools/perf/Documentation/perf.data-file-format.txt
-** and perf's util/header.c): a perf_file_header (magic "PERFILE2", its
-** size, attr_size, the attrs, data and event_types sections, a 256-bit
-** feature bitmap); feature sections are indexed by an array of
-** {offset, size} after the data section, one per bit set, in bit order.
-** A pipe-mode file has a 16-byte header (magic, size = 16) and only
-** records: attrs come as PERF_RECORD_HEADER_ATTR, features as
-** PERF_RECORD_HEADER_FEATURE. Records perf adds itself have types from 64
-** (tools/lib/perf/include/perf/event.h, enum perf_user_event_type).
-**
-** Compressed records (`perf record -z`): PERF_RECORD_COMPRESSED holds
-** zstd data from after its header to header.size, PERF_RECORD_COMPRESSED2
-** a u64 data_size and then that many bytes (header.size padded to 8).
-** All of a file's compressed records are one zstd stream (perf keeps one
-** ZSTD_DStream per session), and what they hold is a stream of records
-** in which a record may begin in one compressed record and end in a
-** later one (perf's decomp_last_rem). When the file opens, the records are
-** rebuilt into `inflated`: each plain record as it is, each compressed one
-** replaced by the whole records it completes, which come at its place (as
-** perf delivers them); the framing is then checked on that, and every
-** reader walks it. One compressed record may not decompress to more than
-** the ring size the HEADER_COMPRESSED feature gives (mmap_len: perf's
-** own decompression buffer is that size).
+** Leader sampling (`perf record -e '{a,b}:S'`, any sample with
+** PERF_SAMPLE_READ): a sample is yielded once for each value it read, as
+** perf's deliver_sample_value (util/session.c) delivers it to perf script:
+** with that value's id and event, and as period the value less the one the
+** same id read before (per iterator, from 0); a value whose id no event of
+** the file has, or whose period is 0, yields nothing (perf: "no reason to
+** deliver sample for zero period"). Every member's record still holds the
+** whole group read (`read`). With split false, samples come as written.
 */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "ring.h"
-#include "zstd.h"
+#include "perfdata.h"
 
-#define PL_DATA_MT "perf.data.file"
 #define PL_DATA_ITER_MT "perf.data.iter"
-
-#define MAGIC2 0x32454c4946524550ULL          /* "PERFILE2", little-endian */
-#define FILE_HEADER_SIZE 104                  /* struct perf_file_header */
-#define PIPE_HEADER_SIZE 16                   /* struct perf_pipe_file_header */
 #define ATTR_SIZE_VER0 64                     /* PERF_ATTR_SIZE_VER0 */
-#define MAX_ATTRS 65536
 #define MAX_FIELDS 16
-#define FEAT_COMPRESSED 27                    /* HEADER_COMPRESSED */
-#define COMP_ZSTD 1                           /* perf's enum perf_compress_type */
-/* what one compressed record may hold when the file gives no mmap_len,
-** and at most whatever it gives */
-#define INFLATE_DEFAULT ((size_t)64 << 20)
-#define INFLATE_MAX ((size_t)1 << 30)
-/* all of a file's records once decompressed (the fuzz build lowers it) */
-#ifndef PL_DATA_MAX_INFLATED
-#define PL_DATA_MAX_INFLATED ((size_t)1 << 40)
-#endif
-
-/* enum perf_user_event_type */
-enum {
-  U_HEADER_ATTR = 64, U_HEADER_EVENT_TYPE, U_HEADER_TRACING_DATA,
-  U_HEADER_BUILD_ID, U_FINISHED_ROUND, U_ID_INDEX, U_AUXTRACE_INFO,
-  U_AUXTRACE, U_AUXTRACE_ERROR, U_THREAD_MAP, U_CPU_MAP, U_STAT_CONFIG,
-  U_STAT, U_STAT_ROUND, U_EVENT_UPDATE, U_TIME_CONV, U_HEADER_FEATURE,
-  U_COMPRESSED, U_FINISHED_INIT, U_COMPRESSED2, U_END
-};
-static const char *const user_names[U_END - U_HEADER_ATTR] = {
-  "header_attr", "header_event_type", "header_tracing_data",
-  "header_build_id", "finished_round", "id_index", "auxtrace_info",
-  "auxtrace", "auxtrace_error", "thread_map", "cpu_map", "stat_config",
-  "stat", "stat_round", "event_update", "time_conv", "header_feature",
-  "compressed", "finished_init", "compressed2",
-};
-
-typedef struct id_entry {
-  uint64_t id;
-  size_t attr;
-} id_entry;
-
-/* Where the records from `at` on (an offset in dfile.rec) come from: the
-** file from file_off on, or (inner) the compressed record at file_off. */
-typedef struct segment {
-  size_t at, file_off;
-  int inner;
-} segment;
-
-typedef struct dfile {
-  unsigned char *buf;           /* the whole file; NULL once closed */
-  size_t len;
-  int pipe;
-  size_t data_off, data_end;    /* the records */
-  const unsigned char *rec;     /* the records read: buf + data_off, or inflated */
-  size_t rec_len;
-  unsigned char *inflated;      /* compressed records replaced by theirs; or NULL */
-  segment *segs;                /* for inflated: where its records come from */
-  size_t nsegs;
-  size_t ncompressed;           /* compressed records walk() saw */
-  size_t compressed;            /* compressed records in the file */
-  pl_zstd *zs;                  /* the file's zstd stream, while it opens */
-  size_t nrecords;
-  size_t nattrs;
-  struct pl_attr *attrs;        /* as read, zero-extended */
-  size_t *attr_off;             /* where each attr's bytes are in buf */
-  size_t *attr_size;
-  pl_layout *lays;              /* one per attr */
-  pl_layouts set;
-  id_entry *ids;                /* sorted by id */
-  size_t nids;
-  size_t feat_off[256], feat_size[256];   /* normal layout: sections */
-} dfile;
-
-/* ---- building the file's description ---- */
-
-static void dfile_free(dfile *f) {
-  pl_zstd_free(f->zs);
-  f->zs = NULL;
-  free(f->inflated);
-  free(f->segs);
-  f->inflated = NULL;
-  f->segs = NULL;
-  f->rec = NULL;
-  f->rec_len = f->nsegs = 0;
-  free(f->buf);
-  free(f->attrs);
-  free(f->attr_off);
-  free(f->attr_size);
-  free(f->lays);
-  free(f->ids);
-  f->buf = NULL;
-  f->attrs = NULL;
-  f->attr_off = f->attr_size = NULL;
-  f->lays = NULL;
-  f->ids = NULL;
-  f->nattrs = f->nids = 0;
-}
-
-/* [off, off + n) inside a file of len bytes, without overflow */
-static int inside(size_t len, uint64_t off, uint64_t n) {
-  return off <= len && n <= len - off;
-}
-
-static int add_attr(dfile *f, const unsigned char *src, size_t off, size_t size) {
-  if (f->nattrs >= MAX_ATTRS) return -1;
-  size_t n = f->nattrs + 1;
-  struct pl_attr *a = realloc(f->attrs, n * sizeof *a);
-  if (!a) return -1;
-  f->attrs = a;
-  size_t *o = realloc(f->attr_off, n * sizeof *o);
-  if (!o) return -1;
-  f->attr_off = o;
-  size_t *s = realloc(f->attr_size, n * sizeof *s);
-  if (!s) return -1;
-  f->attr_size = s;
-  memset(&a[f->nattrs], 0, sizeof *a);
-  memcpy(&a[f->nattrs], src, size < sizeof *a ? size : sizeof *a);
-  o[f->nattrs] = off;
-  s[f->nattrs] = size;
-  f->nattrs = n;
-  return 0;
-}
-
-static int add_ids(dfile *f, size_t attr, const unsigned char *p, size_t n) {
-  if (n == 0) return 0;
-  if (n > ((size_t)1 << 24)) return -1;
-  id_entry *v = realloc(f->ids, (f->nids + n) * sizeof *v);
-  if (!v) return -1;
-  f->ids = v;
-  for (size_t i = 0; i < n; i++) {
-    v[f->nids + i].id = pl_u64at(p + 8 * i);
-    v[f->nids + i].attr = attr;
-  }
-  f->nids += n;
-  return 0;
-}
-
-static int cmp_id(const void *a, const void *b) {
-  uint64_t x = ((const id_entry *)a)->id, y = ((const id_entry *)b)->id;
-  return x < y ? -1 : x > y;
-}
-
-/* Bytes that follow a record in the stream without being counted in its
-** header.size: the tracing data after PERF_RECORD_HEADER_TRACING_DATA
-** (padded to 8) and the trace after PERF_RECORD_AUXTRACE. */
-static int payload(const unsigned char *p, size_t size, uint64_t *extra) {
-  uint32_t type = pl_u32at(p);
-  *extra = 0;
-  if (type == U_HEADER_TRACING_DATA) {
-    if (size < 12) return -1;
-    *extra = ((uint64_t)pl_u32at(p + 8) + 7) & ~(uint64_t)7;
-  } else if (type == U_AUXTRACE) {
-    if (size < 16) return -1;
-    *extra = pl_u64at(p + 8);
-  }
-  return 0;
-}
-
-/* A failure while opening: the message on the stack, -1 returned. */
-static int bad(lua_State *L, const char *path, const char *fmt, size_t off,
-               const char *detail) {
-  lua_pushfstring(L, "perf.data.open \"%s\": ", path);
-  lua_pushfstring(L, fmt, (lua_Integer)off, detail ? detail : "");
-  lua_concat(L, 2);
-  return -1;
-}
-
-/* Attrs of the normal layout: attr_size bytes each, the last 16 an
-** {offset, size} section of their ids. */
-static int read_attrs(lua_State *L, dfile *f, const char *path) {
-  const unsigned char *h = f->buf;
-  uint64_t attr_size = pl_u64at(h + 16);
-  uint64_t off = pl_u64at(h + 24), size = pl_u64at(h + 32);
-  if (attr_size < ATTR_SIZE_VER0 + 16 || attr_size > 4096)
-    return bad(L, path, "header at offset %I: attr_size %s is not a perf_event_attr size",
-               16, lua_pushfstring(L, "%I", (lua_Integer)attr_size));
-  if (!inside(f->len, off, size) || size % attr_size)
-    return bad(L, path, "attrs section at offset %I runs past the end of the file "
-               "or is not a whole number of attrs%s", (size_t)off, NULL);
-  if (size / attr_size > MAX_ATTRS)
-    return bad(L, path, "attrs section at offset %I: too many attrs%s", (size_t)off, NULL);
-  for (uint64_t i = 0; i < size / attr_size; i++) {
-    size_t a = (size_t)(off + i * attr_size);
-    uint64_t ioff = pl_u64at(f->buf + a + attr_size - 16);
-    uint64_t isize = pl_u64at(f->buf + a + attr_size - 8);
-    if (!inside(f->len, ioff, isize) || isize % 8)
-      return bad(L, path, "attr at offset %I: its ids section runs past the "
-                 "end of the file%s", a, NULL);
-    if (add_attr(f, f->buf + a, a, (size_t)attr_size - 16) < 0 ||
-        add_ids(f, f->nattrs - 1, f->buf + ioff, (size_t)(isize / 8)) < 0)
-      return bad(L, path, "attr at offset %I: %s", a, "out of memory");
-  }
-  return 0;
-}
-
-/* Feature sections: an {offset, size} per bit set, after the data. */
-static int read_features(lua_State *L, dfile *f, const char *path) {
-  const unsigned char *bits = f->buf + 72;
-  size_t at = f->data_end;
-  for (int b = 1; b < 256; b++) {
-    if (!((bits[b / 8] >> (b % 8)) & 1)) continue;
-    if (!inside(f->len, at, 16))
-      return bad(L, path, "feature index at offset %I runs past the end of the file%s",
-                 at, NULL);
-    uint64_t off = pl_u64at(f->buf + at), size = pl_u64at(f->buf + at + 8);
-    if (!inside(f->len, off, size))
-      return bad(L, path, "feature index entry at offset %I (feature %s) points past the end of the file",
-                 at, lua_pushfstring(L, "%d", b));
-    f->feat_off[b] = (size_t)off;
-    f->feat_size[b] = (size_t)size;
-    at += 16;
-  }
-  return 0;
-}
-
-/* The file offset of the record at `at` in f->rec (for a record that was
-** compressed: the compressed record's, as perf reports it); *inner says
-** which. */
-static size_t file_offset(const dfile *f, size_t at, int *inner) {
-  *inner = 0;
-  if (!f->inflated) return f->data_off + at;
-  size_t lo = 0, hi = f->nsegs;        /* the last segment with .at <= at */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (f->segs[mid].at <= at) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo == 0) return f->data_off + at;
-  const segment *g = &f->segs[lo - 1];
-  *inner = g->inner;
-  return g->inner ? g->file_off : g->file_off + (at - g->at);
-}
-
-/* Pushes where the record at `at` of f->rec is, for a message. */
-static const char *push_where(lua_State *L, const dfile *f, size_t at) {
-  int inner;
-  size_t off = file_offset(f, at, &inner);
-  if (inner)
-    return lua_pushfstring(L, "offset %I (a record the compressed record there "
-                           "holds)", (lua_Integer)off);
-  return lua_pushfstring(L, "offset %I", (lua_Integer)off);
-}
-
-/* A record's framing failed: fmt has a %s for where it is, one for detail. */
-static int bad_at(lua_State *L, const dfile *f, const char *path, size_t at,
-                  const char *fmt, const char *detail) {
-  const char *where = push_where(L, f, at);
-  lua_pushfstring(L, "perf.data.open \"%s\": ", path);
-  lua_pushfstring(L, fmt, where, detail ? detail : "");
-  lua_concat(L, 2);
-  return -1;
-}
-
-/* Checks the framing of the record at `at` of the n bytes at p (an offset
-** in f->rec, for messages): its size plus what follows it, or 0 with a
-** message on the stack. A record cut short by the end is `truncated`. */
-static size_t frame(lua_State *L, const dfile *f, const char *path,
-                    const unsigned char *p, size_t n, size_t at) {
-  if (n < 8) {
-    bad_at(L, f, path, at, "truncated record header at %s%s", NULL);
-    return 0;
-  }
-  size_t size = pl_u16at(p + 6);
-  if (size < 8) {
-    bad_at(L, f, path, at, "record at %s: size %s is below a header's 8 bytes",
-           lua_pushfstring(L, "%d", (int)size));
-    return 0;
-  }
-  if (size > n) {
-    bad_at(L, f, path, at, "truncated record at %s: %s",
-           lua_pushfstring(L, "its header says %d bytes, %I are left",
-                           (int)size, (lua_Integer)n));
-    return 0;
-  }
-  uint64_t extra;
-  if (payload(p, size, &extra) < 0 || extra > n - size) {
-    bad_at(L, f, path, at, "record at %s: its payload runs past the end of the data%s", NULL);
-    return 0;
-  }
-  return size + (size_t)extra;
-}
-
-/* Checks the framing of every record of f->rec; in pipe mode collects
-** the attrs. */
-static int walk(lua_State *L, dfile *f, const char *path) {
-  size_t off = 0;
-  f->nrecords = f->ncompressed = 0;
-  while (off < f->rec_len) {
-    const unsigned char *p = f->rec + off;
-    size_t n = frame(L, f, path, p, f->rec_len - off, off);
-    if (!n) return -1;
-    size_t size = pl_u16at(p + 6);
-    uint32_t type = pl_u32at(p);
-    if (type == U_COMPRESSED || type == U_COMPRESSED2) f->ncompressed++;
-    if (f->pipe && type == U_HEADER_ATTR) {
-      uint32_t asize = size >= 16 ? pl_u32at(p + 12) : 0;
-      if (asize == 0) asize = ATTR_SIZE_VER0;
-      if (size < 8 + ATTR_SIZE_VER0 || asize > size - 8)
-        return bad_at(L, f, path, off, "header_attr record at %s: the attr does not fit%s",
-                      NULL);
-      int inner;
-      size_t foff = file_offset(f, off, &inner);
-      if (add_attr(f, p + 8, inner ? foff : foff + 8, asize) < 0 ||
-          add_ids(f, f->nattrs - 1, p + 8 + asize, (size - 8 - asize) / 8) < 0)
-        return bad_at(L, f, path, off, "header_attr record at %s: %s",
-                      "out of memory or too many attrs");
-    }
-    off += n;
-    f->nrecords++;
-  }
-  return 0;
-}
-
-/* ---- compressed records ---- */
-
-static int add_segment(dfile *f, size_t at, size_t file_off, int inner) {
-  if (f->nsegs) {                   /* one segment for a run of plain records */
-    segment *g = &f->segs[f->nsegs - 1];
-    if (!inner && !g->inner && g->file_off + (at - g->at) == file_off) return 0;
-    if (g->at == at) { g->file_off = file_off; g->inner = inner; return 0; }
-  }
-  segment *v = realloc(f->segs, (f->nsegs + 1) * sizeof *v);
-  if (!v) return -1;
-  f->segs = v;
-  v[f->nsegs++] = (segment){ at, file_off, inner };
-  return 0;
-}
-
-/* The HEADER_COMPRESSED feature (perf's write_compressed: u32 version,
-** type, level, ratio, mmap_len) at p: checks the type, sets *limit. */
-static int compressed_feature(lua_State *L, const char *path, size_t off,
-                              const unsigned char *p, size_t n, size_t *limit) {
-  if (n < 20) return 0;         /* no mmap_len: the default limit */
-  uint32_t type = pl_u32at(p + 4), mmap_len = pl_u32at(p + 16);
-  if (type != COMP_ZSTD)
-    return bad(L, path, "the compressed feature (at offset %I) names compression "
-               "type %s; only zstd (1) is read", off,
-               lua_pushfstring(L, "%d", (int)type));
-  *limit = mmap_len ? (mmap_len < INFLATE_MAX ? mmap_len : INFLATE_MAX) : INFLATE_DEFAULT;
-  return 0;
-}
-
-/* Builds f->inflated from the records of the data section (their framing
-** checked): 0, -1 with a message on the stack, or -2 with nil, message,
-** errno pushed (libzstd cannot be loaded). */
-static int inflate_records(lua_State *L, dfile *f, const char *path, int *err) {
-  size_t limit = INFLATE_DEFAULT;
-  if (f->feat_off[FEAT_COMPRESSED] &&
-      compressed_feature(L, path, f->feat_off[FEAT_COMPRESSED],
-                         f->buf + f->feat_off[FEAT_COMPRESSED],
-                         f->feat_size[FEAT_COMPRESSED], &limit) < 0)
-    return -1;
-  unsigned char *o = NULL;      /* the records so far, then a partial one */
-  size_t len = 0, cap = 0, done = 0, last = 0;
-  const unsigned char *data = f->buf + f->data_off;
-  size_t dlen = f->data_end - f->data_off;
-  int rc = 0;
-  for (size_t at = 0; at < dlen;) {
-    const unsigned char *p = data + at;
-    size_t off = f->data_off + at, size = pl_u16at(p + 6), n;
-    uint64_t extra;
-    payload(p, size, &extra);             /* the framing was checked */
-    n = size + (size_t)extra;
-    at += n;
-    uint32_t type = pl_u32at(p);
-    if (type == U_HEADER_FEATURE && size >= 16 && pl_u64at(p + 8) == FEAT_COMPRESSED &&
-        compressed_feature(L, path, off, p + 16, size - 16, &limit) < 0)
-      { rc = -1; break; }
-    if (type != U_COMPRESSED && type != U_COMPRESSED2) {
-      /* a plain record: before the partial record that may be pending */
-      if (cap - len < n) {
-        size_t want = len + n > 2 * cap ? len + n : 2 * cap;
-        unsigned char *q = realloc(o, want ? want : 1);
-        if (!q) { rc = -3; break; }
-        o = q;
-        cap = want;
-      }
-      memmove(o + done + n, o + done, len - done);
-      memcpy(o + done, p, n);
-      if (add_segment(f, done, off, 0) < 0) { rc = -3; break; }
-      done += n;
-      len += n;
-      continue;
-    }
-    last = off;
-    const unsigned char *src = p + 8;
-    uint64_t srclen = size - 8;
-    if (type == U_COMPRESSED2) {
-      if (size < 16 || pl_u64at(p + 8) > size - 16) {
-        rc = bad(L, path, "compressed record at offset %I: its data_size runs "
-                 "past the record%s", off, NULL);
-        break;
-      }
-      src = p + 16;
-      srclen = pl_u64at(p + 8);
-    }
-    if (!f->zs) {
-      const char *why;
-      f->zs = pl_zstd_new(&why, err);
-      if (!f->zs) {
-        lua_pushfstring(L, "perf.data.open \"%s\": the compressed record at offset %I "
-                        "needs zstd: %s", path, (lua_Integer)off, why);
-        pl_fail(L, *err, lua_tostring(L, -1), *err == ENOMEM ? NULL :
-                "install zstd's library (Debian and Ubuntu: libzstd1; Fedora: "
-                "libzstd), or name its file in PERF_LUA_LIBZSTD");
-        rc = -2;
-        break;
-      }
-    }
-    const char *why;
-    if (pl_zstd_inflate(f->zs, src, (size_t)srclen, &o, &len, &cap, limit, &why) < 0) {
-      if (strcmp(why, "more than limit") == 0)
-        rc = bad(L, path, "compressed record at offset %I: %s", off,
-                 lua_pushfstring(L, "it decompresses to more than %I bytes, the ring "
-                                 "size the compressed feature gives", (lua_Integer)limit));
-      else
-        rc = bad(L, path, "compressed record at offset %I: cannot decompress it: %s",
-                 off, why);
-      break;
-    }
-    if (len > PL_DATA_MAX_INFLATED) {
-      rc = bad(L, path, "compressed record at offset %I: %s", off,
-               lua_pushfstring(L, "the file's records decompress to more than %I bytes",
-                               (lua_Integer)PL_DATA_MAX_INFLATED));
-      break;
-    }
-    /* the records it completes come at its place */
-    if (add_segment(f, done, off, 1) < 0) { rc = -3; break; }
-    while (len - done >= 8) {
-      size_t rsize = pl_u16at(o + done + 6);
-      if (rsize < 8) {
-        f->inflated = o;                  /* for the message's offset */
-        rc = bad_at(L, f, path, done, "record at %s: size %s is below a header's 8 bytes",
-                    lua_pushfstring(L, "%d", (int)rsize));
-        f->inflated = NULL;
-        break;
-      }
-      if (rsize > len - done) break;
-      if (payload(o + done, rsize, &extra) < 0) extra = 0;  /* frame() says why */
-      if (extra > len - done - rsize) break;
-      done += rsize + (size_t)extra;
-    }
-    if (rc) break;
-  }
-  if (rc == 0 && done != len)
-    rc = bad(L, path, "compressed record at offset %I: %s", last,
-             lua_pushfstring(L, "the compressed records end inside a record "
-                             "(%I bytes of it)", (lua_Integer)(len - done)));
-  pl_zstd_free(f->zs);                    /* its part is done */
-  f->zs = NULL;
-  if (rc == -3) {
-    free(o);
-    *err = ENOMEM;
-    return -1;
-  }
-  if (rc < 0) {
-    free(o);
-    return rc;
-  }
-  f->inflated = o ? o : malloc(1);
-  if (!f->inflated) { *err = ENOMEM; return -1; }
-  f->rec = f->inflated;
-  f->rec_len = done;
-  return 0;
-}
-
-static void build_layouts(dfile *f) {
-  f->lays = calloc(f->nattrs ? f->nattrs : 1, sizeof *f->lays);
-  for (size_t i = 0; f->lays && i < f->nattrs; i++) {
-    const struct pl_attr *a = &f->attrs[i];
-    pl_layout *l = &f->lays[i];
-    l->sample_type = a->sample_type;
-    l->read_format = a->read_format;
-    l->branch_sample_type = a->branch_sample_type;
-    l->regs_user = a->sample_regs_user;
-    l->regs_intr = a->sample_regs_intr;
-    l->sample_id_all = (int)PL_HAS(a, PL_FLAG_SAMPLE_ID_ALL);
-  }
-  const char *why;
-  pl_layouts_init(&f->set, f->lays, f->lays ? f->nattrs : 0, &why);
-  if (f->nids) qsort(f->ids, f->nids, sizeof *f->ids, cmp_id);
-}
-
-/* Reads the file and checks it: 0, or -1 with a message on the stack. */
-static int load(lua_State *L, dfile *f, const char *path, int *err) {
-  *err = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) { *err = errno; return -1; }
-  struct stat st;
-  if (fstat(fd, &st) < 0) { *err = errno; close(fd); return -1; }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return bad(L, path, "not a regular file (at offset %I)%s", 0, NULL);
-  }
-  size_t len = (size_t)st.st_size;
-  f->buf = malloc(len ? len : 1);
-  if (!f->buf) { close(fd); *err = ENOMEM; return -1; }
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = read(fd, f->buf + got, len - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) { *err = errno; close(fd); return -1; }
-    if (n == 0) break;
-    got += (size_t)n;
-  }
-  close(fd);
-  f->len = len = got;
-  if (len < PIPE_HEADER_SIZE)
-    return bad(L, path, "not a perf.data file: %I bytes, a header takes 16 (at offset 0)%s",
-               len, NULL);
-  uint64_t magic = pl_u64at(f->buf);
-  if (magic == __builtin_bswap64(MAGIC2))
-    return bad(L, path, "the file was written in the other byte order "
-               "(magic at offset %I); this reader takes files in this "
-               "machine's byte order: convert it where it was recorded%s", 0, NULL);
-  if (memcmp(f->buf, "PERFFILE", 8) == 0)
-    return bad(L, path, "a version 1 perf.data file (magic at offset %I): "
-               "only PERFILE2 files are read%s", 0, NULL);
-  if (magic != MAGIC2)
-    return bad(L, path, "not a perf.data file (no PERFILE2 magic at offset %I)%s", 0, NULL);
-  uint64_t hsize = pl_u64at(f->buf + 8);
-  if (hsize == PIPE_HEADER_SIZE) {
-    f->pipe = 1;
-    f->data_off = PIPE_HEADER_SIZE;
-    f->data_end = len;
-  } else {
-    if (hsize < FILE_HEADER_SIZE || len < FILE_HEADER_SIZE)
-      return bad(L, path, "header at offset %I: %s", 0,
-                 len < FILE_HEADER_SIZE ? "truncated" : "its size is neither 16 nor >= 104");
-    uint64_t doff = pl_u64at(f->buf + 40), dsize = pl_u64at(f->buf + 48);
-    if (!inside(len, doff, dsize) || doff < FILE_HEADER_SIZE)
-      return bad(L, path, "the data section (at offset %I) runs past the end of the file%s",
-                 (size_t)doff, NULL);
-    f->data_off = (size_t)doff;
-    f->data_end = (size_t)(doff + dsize);
-    if (read_attrs(L, f, path) < 0 || read_features(L, f, path) < 0) return -1;
-  }
-  f->rec = f->buf + f->data_off;
-  f->rec_len = f->data_end - f->data_off;
-  if (walk(L, f, path) < 0) return -1;
-  f->compressed = f->ncompressed;
-  if (f->compressed) {
-    int rc = inflate_records(L, f, path, err);
-    if (rc < 0) return rc;
-    /* again on the records as rebuilt: pipe mode's attrs anew */
-    if (f->pipe) {
-      free(f->attrs);
-      free(f->attr_off);
-      free(f->attr_size);
-      free(f->ids);
-      f->attrs = NULL;
-      f->attr_off = f->attr_size = NULL;
-      f->ids = NULL;
-      f->nattrs = f->nids = 0;
-    }
-    if (walk(L, f, path) < 0) return -1;
-  }
-  build_layouts(f);
-  if (!f->lays) { *err = ENOMEM; return -1; }
-  return 0;
-}
 
 static dfile *check_file(lua_State *L, int idx) {
   dfile *f = luaL_checkudata(L, idx, PL_DATA_MT);
-  if (!f->buf) luaL_error(L, "attempt to use a closed perf.data file");
+  if (!f->open) luaL_error(L, "attempt to use a closed perf.data file");
   return f;
 }
 
-/* perf.core.perfdata_open(path) -> file | nil, msg, errno */
+/* perf.core.perfdata_open(path [, split]) -> file | nil, msg, errno */
 static int l_open(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
+  int split = lua_isnoneornil(L, 2) || lua_toboolean(L, 2);
+  lua_settop(L, 1);
   dfile *f = lua_newuserdatauv(L, sizeof *f, 1);
   memset(f, 0, sizeof *f);
   luaL_setmetatable(L, PL_DATA_MT);
-  int err;
-  int rc = load(L, f, path, &err);
-  if (rc == -2) {               /* nil, message, errno pushed */
-    dfile_free(f);
-    return 3;
+  if (pl_data_load(L, f, path) < 0) {
+    pl_data_free(f);
+    return 3;                   /* nil, message, errno */
   }
-  if (rc < 0) {
-    dfile_free(f);
-    if (err) {
-      lua_pushfstring(L, "perf.data.open \"%s\"", path);
-      return pl_fail(L, err, lua_tostring(L, -1), NULL);
-    }
-    lua_pushnil(L);
-    lua_insert(L, -2);
-    return 2;
-  }
+  f->split = split;
   return 1;
 }
 
 static int f_close(lua_State *L) {
   dfile *f = luaL_checkudata(L, 1, PL_DATA_MT);
-  dfile_free(f);
+  pl_data_free(f);
   return 0;
+}
+
+static size_t file_len(const dfile *f) {
+  size_t n = 0;
+  for (size_t i = 0; i < f->nsrcs; i++) n += f->srcs[i].len;
+  return n;
 }
 
 static int f_tostring(lua_State *L) {
   dfile *f = luaL_checkudata(L, 1, PL_DATA_MT);
-  if (!f->buf) lua_pushliteral(L, "perf.data.file (closed)");
-  else lua_pushfstring(L, "perf.data.file (%s%s, %I bytes, %I attrs, %I records)",
-                       f->pipe ? "pipe mode" : "normal",
-                       f->compressed ? ", compressed" : "", (lua_Integer)f->len,
-                       (lua_Integer)f->nattrs, (lua_Integer)f->nrecords);
+  if (!f->open) lua_pushliteral(L, "perf.data.file (closed)");
+  else lua_pushfstring(L, "perf.data.file (%s%s%s, %I bytes, %I attrs, %I records%s)",
+                       f->pipe ? "pipe mode" : f->dir ? "directory" : "normal",
+                       f->compressed ? ", compressed" : "", f->stopped ? ", cut" : "",
+                       (lua_Integer)file_len(f), (lua_Integer)f->nattrs,
+                       (lua_Integer)f->nrecords, f->note ? ", see its note" : "");
   return 1;
 }
 
-/* f:info() -> { pipe, attrs = {{attr, ids, offset}}, features = {[bit] = bytes},
-**               meta = {raw header_feature / event_update records}, ... } */
+/* the features that travel as records (pipe mode), and the event_update
+** records, into the tables at -2 (features) and -1 (meta) */
+static void info_records(lua_State *L, const dfile *f) {
+  lua_Integer nmeta = 0;
+  for (size_t i = 0; i < f->nmeta; i++) {
+    const dstream *s = &f->streams[f->meta[i].stream];
+    const unsigned char *p = s->rec + f->meta[i].at;
+    size_t size = pl_u16at(p + 6);
+    if (pl_u32at(p) == U_HEADER_FEATURE && size >= 16) {
+      uint64_t bit = pl_u64at(p + 8);
+      if (bit > 0 && bit < 256) {
+        lua_pushlstring(L, (const char *)p + 16, size - 16);
+        lua_rawseti(L, -3, (lua_Integer)bit);
+      }
+    } else if (pl_u32at(p) == U_EVENT_UPDATE) {
+      lua_pushlstring(L, (const char *)p, size);
+      lua_rawseti(L, -2, ++nmeta);
+    }
+  }
+}
+
+static void set_integer(lua_State *L, const char *k, size_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+/* f:info() -> { pipe, dir, attrs = {{attr, ids, offset}}, features =
+**   {[bit] = bytes}, meta = {raw event_update records}, files = {paths},
+**   note, stopped_at, stopped_file, ... } */
 static int f_info(lua_State *L) {
   dfile *f = check_file(L, 1);
-  lua_createtable(L, 0, 8);
+  lua_createtable(L, 0, 12);
   lua_pushboolean(L, f->pipe);
   lua_setfield(L, -2, "pipe");
-  lua_pushinteger(L, (lua_Integer)f->data_off);
-  lua_setfield(L, -2, "data_offset");
-  lua_pushinteger(L, (lua_Integer)(f->data_end - f->data_off));
-  lua_setfield(L, -2, "data_size");
-  lua_pushinteger(L, (lua_Integer)f->nrecords);
-  lua_setfield(L, -2, "nrecords");
-  lua_pushinteger(L, (lua_Integer)f->compressed);
-  lua_setfield(L, -2, "compressed");
+  lua_pushboolean(L, f->dir);
+  lua_setfield(L, -2, "dir");
+  set_integer(L, "data_offset", f->streams[0].data_off);
+  set_integer(L, "data_size", f->streams[0].inflated ? f->streams[0].rec_len
+              : f->streams[0].rec_len);
+  set_integer(L, "nrecords", f->nrecords);
+  set_integer(L, "compressed", f->compressed);
+  if (f->note) {
+    lua_pushstring(L, f->note);
+    lua_setfield(L, -2, "note");
+  }
+  if (f->stopped) {
+    set_integer(L, "stopped_at", f->stop_off);
+    lua_pushstring(L, f->srcs[f->stop_src].name);
+    lua_setfield(L, -2, "stopped_file");
+  }
+  lua_createtable(L, (int)f->nsrcs, 0);
+  for (size_t i = 0; i < f->nsrcs; i++) {
+    lua_pushstring(L, f->srcs[i].name);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "files");
   lua_createtable(L, (int)f->nattrs, 0);
   for (size_t i = 0; i < f->nattrs; i++) {
     lua_createtable(L, 0, 3);
@@ -688,38 +149,18 @@ static int f_info(lua_State *L) {
         lua_rawseti(L, -2, (lua_Integer)++n);
       }
     lua_setfield(L, -2, "ids");
-    lua_pushinteger(L, (lua_Integer)f->attr_off[i]);
-    lua_setfield(L, -2, "offset");
+    set_integer(L, "offset", f->attr_off[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "attrs");
   lua_newtable(L);
   for (int b = 1; b < 256; b++)
     if (f->feat_off[b]) {
-      lua_pushlstring(L, (const char *)f->buf + f->feat_off[b], f->feat_size[b]);
+      lua_pushlstring(L, (const char *)f->srcs[0].base + f->feat_off[b], f->feat_size[b]);
       lua_rawseti(L, -2, b);
     }
-  /* pipe mode: the features travel as records */
-  lua_Integer nmeta = 0;
   lua_newtable(L);
-  for (size_t off = 0; off < f->rec_len;) {
-    const unsigned char *p = f->rec + off;
-    size_t size = pl_u16at(p + 6);
-    uint64_t extra;
-    payload(p, size, &extra);
-    uint32_t type = pl_u32at(p);
-    if (type == U_HEADER_FEATURE && size >= 16) {
-      uint64_t bit = pl_u64at(p + 8);
-      if (bit > 0 && bit < 256) {
-        lua_pushlstring(L, (const char *)p + 16, size - 16);
-        lua_rawseti(L, -3, (lua_Integer)bit);
-      }
-    } else if (type == U_EVENT_UPDATE) {
-      lua_pushlstring(L, (const char *)p, size);
-      lua_rawseti(L, -2, ++nmeta);
-    }
-    off += size + (size_t)extra;
-  }
+  info_records(L, f);
   lua_setfield(L, -3, "meta");
   lua_setfield(L, -2, "features");
   return 1;
@@ -736,9 +177,17 @@ static int f_set_names(lua_State *L) {
 
 /* ---- finding a record's attr ---- */
 
-/* The attr index for the record at p, or -1 with *why set. */
-static long record_attr(const dfile *f, const unsigned char *p, size_t size,
-                        const char **why) {
+id_entry *pl_data_id(const dfile *f, uint64_t id) {
+  size_t lo = 0, hi = f->nids;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (f->ids[mid].id < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < f->nids && f->ids[lo].id == id ? &f->ids[lo] : NULL;
+}
+
+long pl_data_attr(const dfile *f, const unsigned char *p, size_t size, const char **why) {
   *why = NULL;
   if (f->nattrs == 0) { *why = "the file describes no event"; return -1; }
   if (f->nattrs == 1) return 0;
@@ -749,274 +198,222 @@ static long record_attr(const dfile *f, const unsigned char *p, size_t size,
     return -1;
   }
   if (id == 0) return 0;
-  size_t lo = 0, hi = f->nids;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (f->ids[mid].id < id) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo < f->nids && f->ids[lo].id == id) return (long)f->ids[lo].attr;
+  const id_entry *e = pl_data_id(f, id);
+  if (e) return (long)e->attr;
   *why = "record id matches no event of this file";
   return -1;
 }
 
-/* ---- records perf adds itself ---- */
-
-static void set_int(lua_State *L, const char *k, uint64_t v) {
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_str(lua_State *L, const char *k, const unsigned char *p, size_t max) {
-  size_t n = strnlen((const char *)p, max);
-  lua_pushlstring(L, (const char *)p, n);
-  lua_setfield(L, -2, k);
-}
-
-static void set_hex(lua_State *L, const char *k, const unsigned char *p, size_t n) {
-  luaL_Buffer b;
-  static const char digits[] = "0123456789abcdef";
-  luaL_buffinit(L, &b);
-  for (size_t i = 0; i < n; i++) {
-    luaL_addchar(&b, digits[p[i] >> 4]);
-    luaL_addchar(&b, digits[p[i] & 15]);
-  }
-  luaL_pushresult(&b);
-  lua_setfield(L, -2, k);
-}
-
-/* Pushes a user record as a fresh table: its fixed fields where the
-** layout is plain, else `raw` (the bytes after the header). Every read is
-** inside [p, p + size). */
-static void push_user(lua_State *L, const unsigned char *p, size_t size,
-                      size_t off) {
-  uint32_t type = pl_u32at(p);
-  uint16_t misc = pl_u16at(p + 4);
-  lua_createtable(L, 0, 6);
-  if (type < U_END) lua_pushstring(L, user_names[type - U_HEADER_ATTR]);
-  else lua_pushliteral(L, "unknown");
-  lua_setfield(L, -2, "type");
-  if (type >= U_END) set_int(L, "type_id", type);
-  set_int(L, "misc", misc);
-  set_int(L, "offset", off);
-  const unsigned char *b = p + 8;
-  size_t n = size - 8;
-  switch (type) {
-  case U_FINISHED_ROUND: case U_FINISHED_INIT:
-    return;
-  case U_HEADER_ATTR: {
-    uint32_t asize = n >= 8 ? pl_u32at(b + 4) : 0;
-    if (asize == 0) asize = ATTR_SIZE_VER0;
-    if (n < ATTR_SIZE_VER0 || asize > n) break;
-    struct pl_attr a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, b, asize < sizeof a ? asize : sizeof a);
-    pl_attr_push(L, &a);
-    lua_setfield(L, -2, "attr");
-    lua_createtable(L, (int)((n - asize) / 8), 0);
-    for (size_t i = 0; i < (n - asize) / 8; i++) {
-      lua_pushinteger(L, (lua_Integer)pl_u64at(b + asize + 8 * i));
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_setfield(L, -2, "ids");
-    return;
-  }
-  case U_HEADER_TRACING_DATA:
-    if (n < 4) break;
-    set_int(L, "size", pl_u32at(b));
-    return;
-  case U_HEADER_BUILD_ID:
-    /* pid, build_id[24] (data[20], size, 3 reserved), filename */
-    if (n < 28) break;
-    set_int(L, "pid", (uint64_t)(int64_t)(int32_t)pl_u32at(b));
-    set_hex(L, "build_id", b + 4, (misc & (1u << 15)) && b[24] <= 20 ? b[24] : 20);
-    set_str(L, "filename", b + 28, n - 28);
-    return;
-  case U_ID_INDEX: {
-    if (n < 8) break;
-    uint64_t nr = pl_u64at(b);
-    if (nr > (n - 8) / 32) break;
-    lua_createtable(L, (int)nr, 0);
-    for (uint64_t i = 0; i < nr; i++) {
-      const unsigned char *e = b + 8 + 32 * i;
-      lua_createtable(L, 0, 4);
-      set_int(L, "id", pl_u64at(e));
-      set_int(L, "idx", pl_u64at(e + 8));
-      set_int(L, "cpu", pl_u64at(e + 16));
-      set_int(L, "tid", pl_u64at(e + 24));
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_setfield(L, -2, "entries");
-    return;
-  }
-  case U_AUXTRACE_INFO:
-    if (n < 8) break;
-    set_int(L, "auxtrace_type", pl_u32at(b));
-    lua_pushlstring(L, (const char *)b + 8, n - 8);
-    lua_setfield(L, -2, "priv");
-    return;
-  case U_AUXTRACE:
-    if (n < 40) break;
-    set_int(L, "size", pl_u64at(b));
-    set_int(L, "aux_offset", pl_u64at(b + 8));
-    set_int(L, "reference", pl_u64at(b + 16));
-    set_int(L, "idx", pl_u32at(b + 24));
-    set_int(L, "tid", pl_u32at(b + 28));
-    set_int(L, "cpu", pl_u32at(b + 32));
-    return;
-  case U_AUXTRACE_ERROR:
-    if (n < 32) break;
-    set_int(L, "error_type", pl_u32at(b));
-    set_int(L, "code", pl_u32at(b + 4));
-    set_int(L, "cpu", pl_u32at(b + 8));
-    set_int(L, "pid", pl_u32at(b + 12));
-    set_int(L, "tid", pl_u32at(b + 16));
-    set_int(L, "ip", pl_u64at(b + 24));
-    if (n > 32) set_str(L, "msg", b + 32, n - 32 < 64 ? n - 32 : 64);
-    return;
-  case U_THREAD_MAP: {
-    if (n < 8) break;
-    uint64_t nr = pl_u64at(b);
-    if (nr > (n - 8) / 24) break;
-    lua_createtable(L, (int)nr, 0);
-    for (uint64_t i = 0; i < nr; i++) {
-      const unsigned char *e = b + 8 + 24 * i;
-      lua_createtable(L, 0, 2);
-      set_int(L, "pid", pl_u64at(e));
-      set_str(L, "comm", e + 8, 16);
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_setfield(L, -2, "threads");
-    return;
-  }
-  case U_CPU_MAP: {
-    /* perf_record_cpu_map_data: u16 type; then CPUS: u16 nr, u16 cpu[nr];
-    ** RANGE_CPUS: u8 any_cpu, u8 pad, u16 start, u16 end */
-    if (n < 2) break;
-    uint16_t kind = pl_u16at(b);
-    if (kind == 0 && n >= 4 && pl_u16at(b + 2) <= (n - 4) / 2) {
-      uint16_t nr = pl_u16at(b + 2);
-      lua_createtable(L, nr, 0);
-      for (uint16_t i = 0; i < nr; i++) {
-        lua_pushinteger(L, pl_u16at(b + 4 + 2 * i));
-        lua_rawseti(L, -2, i + 1);
-      }
-      lua_setfield(L, -2, "cpus");
-      return;
-    }
-    if (kind == 2 && n >= 8 && pl_u16at(b + 6) >= pl_u16at(b + 4)) {
-      uint16_t lo = pl_u16at(b + 4), hi = pl_u16at(b + 6);
-      lua_createtable(L, hi - lo + 1 + (b[2] != 0), 0);
-      int k = 0;
-      if (b[2]) { lua_pushinteger(L, -1); lua_rawseti(L, -2, ++k); }
-      for (int c = lo; c <= hi; c++) {
-        lua_pushinteger(L, c);
-        lua_rawseti(L, -2, ++k);
-      }
-      lua_setfield(L, -2, "cpus");
-      return;
-    }
-    break;
-  }
-  case U_TIME_CONV:
-    if (n < 24) break;
-    set_int(L, "time_shift", pl_u64at(b));
-    set_int(L, "time_mult", pl_u64at(b + 8));
-    set_int(L, "time_zero", pl_u64at(b + 16));
-    if (n >= 48) {
-      set_int(L, "time_cycles", pl_u64at(b + 24));
-      set_int(L, "time_mask", pl_u64at(b + 32));
-      lua_pushboolean(L, b[40]);
-      lua_setfield(L, -2, "cap_user_time_zero");
-      lua_pushboolean(L, b[41]);
-      lua_setfield(L, -2, "cap_user_time_short");
-    }
-    return;
-  case U_HEADER_FEATURE:
-    if (n < 8) break;
-    set_int(L, "feature", pl_u64at(b));
-    lua_pushlstring(L, (const char *)b + 8, n - 8);
-    lua_setfield(L, -2, "data");
-    return;
-  case U_EVENT_UPDATE:
-    if (n < 16) break;
-    set_int(L, "update_type", pl_u64at(b));
-    set_int(L, "id", pl_u64at(b + 8));
-    if (pl_u64at(b) == 2) set_str(L, "name", b + 16, n - 16);   /* NAME */
-    else {
-      lua_pushlstring(L, (const char *)b + 16, n - 16);
-      lua_setfield(L, -2, "data");
-    }
-    return;
-  default:
-    break;
-  }
-  lua_pushlstring(L, (const char *)b, n);
-  lua_setfield(L, -2, "raw");
-}
-
 /* ---- iterators ---- */
 
+/* A field samples() reads at a fixed offset of a sample: where, and how */
+enum { FX_U64, FX_S32, FX_U32 };
+#define FX(off, kind) ((int32_t)((off) << 2 | (kind)))
+
 typedef struct diter {
-  size_t off;
+  dfile *f;                     /* the file (uv1 keeps it alive) */
+  size_t stream, off;           /* the next record: in file order */
+  size_t idx;                   /* ... or f->order[idx] */
   int nfields;
   unsigned char fields[MAX_FIELDS];
   int done, reuse;
   pl_keyset keys;
+  /* a sample with PERF_SAMPLE_READ being yielded value by value */
+  int group;
+  uint64_t gi, gn;
+  pl_record grec;
+  const dstream *gs;
+  size_t gat;
+  size_t nprev;
+  int32_t *fixed;               /* samples(): per attr, each field's FX, then the
+                                ** bytes a sample needs for them; or NULL */
+  uint64_t prev[];              /* by id entry: the value read before */
 } diter;
 
-/* uv1 = file, uv2 = reused table */
+/* The next record: 1 with its stream and offset, or 0 at the end. */
+static int next_record(const dfile *f, diter *it, const dstream **s, size_t *at) {
+  if (f->order) {
+    if (it->idx >= f->norder) return 0;
+    const dpos *e = &f->order[it->idx++];
+    *s = &f->streams[e->stream];
+    *at = e->at;
+    return 1;
+  }
+  while (it->stream < f->nstreams) {
+    const dstream *st = &f->streams[it->stream];
+    if (it->off < st->rec_len) {
+      const unsigned char *p = st->rec + it->off;
+      size_t size = pl_u16at(p + 6);           /* checked when the file opened */
+      uint64_t extra;
+      pl_data_payload(p, size, &extra);
+      *s = st;
+      *at = it->off;
+      it->off += size + (size_t)extra;
+      return 1;
+    }
+    it->stream++;
+    it->off = 0;
+  }
+  return 0;
+}
+
+/* The next value of the group sample in it->grec to yield, into *rec
+** (id and period set): its attr, or -1 when none is left. */
+static long next_member(const dfile *f, diter *it, pl_record *rec) {
+  while (it->gi < it->gn) {
+    uint64_t value, id, lost;
+    pl_readv_entry(&it->grec.u.sample.read, it->gi++, &value, &id, &lost);
+    const id_entry *e = pl_data_id(f, id);
+    if (!e) continue;                          /* perf: nr_unknown_id */
+    size_t k = (size_t)(e - f->ids);
+    uint64_t period = value - it->prev[k];
+    it->prev[k] = value;
+    if (period == 0) continue;
+    *rec = it->grec;
+    rec->u.sample.id = rec->u.sample.identifier = id;
+    rec->u.sample.period = period;
+    rec->layout = &f->lays[e->attr];
+    return (long)e->attr;
+  }
+  it->group = 0;
+  return -1;
+}
+
+/* Yields the record (or the fields) of rec, attr a. */
+static int yield(lua_State *L, diter *it, const pl_record *rec, int status,
+                 const char *why, long a) {
+  if (it->nfields) {
+    luaL_checkstack(L, it->nfields, "too many fields");
+    for (int i = 0; i < it->nfields; i++)
+      pl_sample_field_push(L, it->fields[i], rec);
+    return it->nfields;
+  }
+  int t = 0;
+  if (it->reuse) {                      /* on the stack: pl_record_push settles there */
+    lua_pushvalue(L, lua_upvalueindex(3));
+    t = lua_gettop(L);
+  }
+  pl_record_push(L, rec, status, why, t, it->reuse ? &it->keys : NULL);
+  /* rec.event: the name of the attr (the key: upvalue 4) */
+  lua_pushvalue(L, lua_upvalueindex(4));
+  if (a >= 0 && lua_type(L, lua_upvalueindex(2)) == LUA_TTABLE)
+    lua_rawgeti(L, lua_upvalueindex(2), a + 1);
+  else
+    lua_pushnil(L);
+  lua_rawset(L, -3);
+  return 1;
+}
+
+/* The fields samples() reads straight from a sample, at offsets fixed by
+** its attr's sample_type (perf_output_sample's order: identifier, ip,
+** pid/tid, time, addr, id, stream_id, cpu/res, period, then the parts of
+** variable size): the FX of `name`, or -1. */
+static int32_t fixed_field(uint64_t st, const char *name, size_t *end) {
+  static const uint64_t order[] = { PL_S_IDENTIFIER, PL_S_IP, PL_S_TID, PL_S_TIME,
+    PL_S_ADDR, PL_S_ID, PL_S_STREAM_ID, PL_S_CPU, PL_S_PERIOD };
+  size_t at[9], off = 8;
+  for (int i = 0; i < 9; i++) {
+    at[i] = off;
+    if (st & order[i]) off += 8;
+  }
+  *end = off;
+  static const struct { const char *name; int i, kind, shift; } fx[] = {
+    { "identifier", 0, FX_U64, 0 }, { "ip", 1, FX_U64, 0 }, { "pid", 2, FX_S32, 0 },
+    { "tid", 2, FX_S32, 4 }, { "time", 3, FX_U64, 0 }, { "addr", 4, FX_U64, 0 },
+    { "stream_id", 6, FX_U64, 0 }, { "cpu", 7, FX_U32, 0 }, { "period", 8, FX_U64, 0 },
+  };
+  if (strcmp(name, "id") == 0)
+    return FX(at[(st & PL_S_ID) ? 5 : 0], FX_U64);
+  for (size_t k = 0; k < sizeof fx / sizeof *fx; k++)
+    if (strcmp(name, fx[k].name) == 0) return FX(at[fx[k].i] + fx[k].shift, fx[k].kind);
+  return -1;
+}
+
+/* samples() on the fast path: the next sample's fields read where they
+** lie, without decoding it. Returns the number of values pushed; 0 to
+** leave the sample at the iterator's position to the decoding path (a
+** sample split by group reads, a short one, one no event wrote), or at
+** the end. */
+static int fast_sample(lua_State *L, diter *it) {
+  const dfile *f = it->f;
+  const dstream *s;
+  size_t at, save_stream = it->stream, save_off = it->off, save_idx = it->idx;
+  while (next_record(f, it, &s, &at)) {
+    const unsigned char *p = s->rec + at;
+    if (pl_u32at(p) != PL_REC_SAMPLE) {
+      save_stream = it->stream, save_off = it->off, save_idx = it->idx;
+      continue;
+    }
+    size_t size = pl_u16at(p + 6);
+    const char *why;
+    long a = pl_data_attr(f, p, size, &why);
+    const int32_t *fx = a >= 0 ? it->fixed + (size_t)a * (size_t)(it->nfields + 1) : NULL;
+    if (!fx || fx[it->nfields] < 0 || size < (size_t)fx[it->nfields]) break;
+    luaL_checkstack(L, it->nfields, "too many fields");
+    for (int i = 0; i < it->nfields; i++) {
+      const unsigned char *v = p + (fx[i] >> 2);
+      switch (fx[i] & 3) {
+      case FX_U64: lua_pushinteger(L, (lua_Integer)pl_u64at(v)); break;
+      case FX_S32: lua_pushinteger(L, (int32_t)pl_u32at(v)); break;
+      default: lua_pushinteger(L, (lua_Integer)pl_u32at(v)); break;
+      }
+    }
+    return it->nfields;
+  }
+  it->stream = save_stream, it->off = save_off, it->idx = save_idx;
+  return 0;
+}
+
+/* upvalues: the iterator (uv1: the file), the event names, the reused
+** table or nil, the key "event" */
 static int iter_step(lua_State *L) {
   diter *it = lua_touserdata(L, lua_upvalueindex(1));
   if (it->done) { lua_pushnil(L); return 1; }
-  lua_getiuservalue(L, lua_upvalueindex(1), 1);
-  int fidx = lua_gettop(L);
-  dfile *f = lua_touserdata(L, fidx);
-  if (!f->buf) return luaL_error(L, "attempt to use a closed perf.data file");
-  while (it->off < f->rec_len) {
-    size_t off = it->off;
-    const unsigned char *p = f->rec + off;
-    size_t size = pl_u16at(p + 6);           /* checked when the file opened */
-    uint64_t extra;
-    payload(p, size, &extra);
-    it->off = off + size + (size_t)extra;
+  dfile *f = it->f;
+  if (!f->open) return luaL_error(L, "attempt to use a closed perf.data file");
+  if (it->fixed) {
+    int n = fast_sample(L, it);
+    if (n) return n;
+  }
+  pl_record rec;
+  if (it->group) {
+    long a = next_member(f, it, &rec);
+    if (a >= 0) return yield(L, it, &rec, PL_DECODE_OK, NULL, a);
+  }
+  const dstream *s;
+  size_t at;
+  while (next_record(f, it, &s, &at)) {
+    const unsigned char *p = s->rec + at;
+    size_t size = pl_u16at(p + 6);
     uint32_t type = pl_u32at(p);
     if (it->nfields) {
       if (type != PL_REC_SAMPLE) continue;
     } else if (type >= U_HEADER_ATTR) {
       int inner;
-      push_user(L, p, size, file_offset(f, off, &inner));
+      pl_data_push_user(L, p, size, pl_data_offset(f, s, at, &inner));
       return 1;
     }
     const char *why = NULL, *dwhy = NULL;
-    long a = record_attr(f, p, size, &why);
-    pl_record rec;
+    long a = pl_data_attr(f, p, size, &why);
     int status = pl_decode(p, size, a >= 0 ? &f->lays[a] : NULL, &rec, &dwhy);
     if (dwhy) why = dwhy;
-    if (it->nfields) {
-      if (status != PL_DECODE_OK || !rec.known)
-        return luaL_error(L, "sample record at %s: %s%s%s", push_where(L, f, off),
-                          pl_decode_strerror(status), why ? ": " : "", why ? why : "");
-      luaL_checkstack(L, it->nfields, "too many fields");
-      for (int i = 0; i < it->nfields; i++)
-        pl_sample_field_push(L, it->fields[i], &rec);
-      return it->nfields;
+    if (it->nfields && (status != PL_DECODE_OK || !rec.known))
+      return luaL_error(L, "sample record at %s: %s%s%s", pl_data_where(L, f, s, at),
+                        status != PL_DECODE_OK ? pl_decode_strerror(status) : "",
+                        why && status != PL_DECODE_OK ? ": " : "",
+                        why ? why : status == PL_DECODE_OK ? "it cannot be decoded" : "");
+    if (it->nprev && status == PL_DECODE_OK && type == PL_REC_SAMPLE &&
+        (rec.layout->sample_type & PL_S_READ)) {
+      it->grec = rec;
+      it->gi = 0;
+      it->gn = (rec.u.sample.read.format & PL_F_GROUP) ? rec.u.sample.read.nr : 1;
+      it->group = 1;
+      it->gs = s;
+      it->gat = at;
+      a = next_member(f, it, &rec);
+      if (a < 0) continue;
     }
-    int t = 0;
-    if (it->reuse) {
-      lua_getiuservalue(L, lua_upvalueindex(1), 2);
-      t = lua_gettop(L);
-    }
-    pl_record_push(L, &rec, status, why, t, it->reuse ? &it->keys : NULL);
-    int top = lua_gettop(L);
-    /* rec.event: the name of the attr (uv1 of the file) */
-    if (lua_getiuservalue(L, fidx, 1) == LUA_TTABLE && a >= 0)
-      lua_rawgeti(L, -1, a + 1);
-    else
-      lua_pushnil(L);
-    lua_setfield(L, top, "event");
-    lua_settop(L, top);
-    return 1;
+    return yield(L, it, &rec, status, why, a);
   }
   it->done = 1;
   lua_pushnil(L);
@@ -1029,28 +426,56 @@ static int iter_close(lua_State *L) {
   return 0;
 }
 
-static diter *new_iter(lua_State *L) {
-  diter *it = lua_newuserdatauv(L, sizeof *it, 2);
-  memset(it, 0, sizeof *it);
-  it->off = 0;
+/* Does any attr sample PERF_SAMPLE_READ? Then samples are split. */
+static int splits(const dfile *f) {
+  if (!f->split) return 0;
+  for (size_t i = 0; i < f->nattrs; i++)
+    if (f->lays[i].sample_type & PL_S_READ) return 1;
+  return 0;
+}
+
+static diter *new_iter(lua_State *L, dfile *f, size_t nfixed) {
+  size_t nprev = splits(f) ? f->nids : 0;
+  size_t size = sizeof(diter) + nprev * sizeof(uint64_t) + nfixed * sizeof(int32_t);
+  diter *it = lua_newuserdatauv(L, size, 2);
+  memset(it, 0, size);
+  it->f = f;
+  it->nprev = nprev;
+  if (nfixed) it->fixed = (int32_t *)(it->prev + nprev);
   luaL_setmetatable(L, PL_DATA_ITER_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   return it;
 }
 
+/* The generic for's values for the iterator on top: the step function
+** (its upvalues: the iterator, the file's event names, the reused table
+** at `reuse` or nil), the iterator, nil, and the iterator again to close. */
+static int push_iter(lua_State *L, int reuse) {
+  int it = lua_gettop(L);
+  lua_pushvalue(L, it);
+  lua_getiuservalue(L, 1, 1);                   /* the names (f:set_names) */
+  if (reuse) lua_pushvalue(L, reuse);
+  else lua_pushnil(L);
+  lua_pushliteral(L, "event");
+  lua_pushcclosure(L, iter_step, 4);
+  lua_insert(L, it);
+  lua_pushnil(L);
+  lua_pushvalue(L, it + 1);
+  return 4;
+}
 
 /* f:records([t]) */
 static int f_records(lua_State *L) {
-  check_file(L, 1);
+  dfile *f = check_file(L, 1);
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  diter *it = new_iter(L);
+  diter *it = new_iter(L, f, 0);
   if (lua_istable(L, 2)) {
     lua_pushvalue(L, 2);
     lua_setiuservalue(L, -2, 2);
     it->reuse = 1;
   }
-  return pl_push_for(L, iter_step);
+  return push_iter(L, it->reuse ? 2 : 0);
 }
 
 /* f:samples(field, ...) */
@@ -1068,10 +493,23 @@ static int f_samples(lua_State *L) {
                           "every event of this file", pl_sample_field_names[k]);
     fields[i - 2] = (unsigned char)k;
   }
-  diter *it = new_iter(L);
+  /* the fast path, where every field lies at a fixed offset */
+  size_t nfixed = f->nattrs <= 4096 ? f->nattrs * (size_t)top : 0;
+  diter *it = new_iter(L, f, nfixed);
   it->nfields = top - 1;
   memcpy(it->fields, fields, (size_t)it->nfields);
-  return pl_push_for(L, iter_step);
+  for (size_t j = 0; j < f->nattrs && it->fixed; j++) {
+    int32_t *fx = it->fixed + j * (size_t)top;
+    size_t end = 0;
+    uint64_t st = f->lays[j].sample_type;
+    fx[it->nfields] = (it->nprev && (st & PL_S_READ)) ? -1 : 0;   /* split: decoded */
+    for (int i = 0; i < it->nfields; i++) {
+      fx[i] = fixed_field(st, pl_sample_field_names[fields[i]], &end);
+      if (fx[i] < 0) fx[it->nfields] = -1;
+    }
+    if (fx[it->nfields] == 0) fx[it->nfields] = (int32_t)end;
+  }
+  return push_iter(L, 0);
 }
 
 /* ---- writing: what perf.data_writer needs from C ---- */

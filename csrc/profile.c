@@ -45,12 +45,15 @@
 
 #include "ring.h"
 #include "profile.h"
+#include "keybuf.h"
+#include "lua_layout.h"
+#include "lua_locate_self.h"
+#include "profile_arm.h"
 
 #define PL_PROFSTATE_MT "perf.profstate"
 #define LEAFFRAMES 224          /* Lua and C frames kept per sample from the leaf, */
 #define ROOTFRAMES 32           /* and from the root of a deeper stack */
 #define MAXNATIVE 64            /* native frames kept per sample */
-#define MAXLINKS 256            /* nested resumes followed */
 #define MAXREAD 17              /* group values kept per sample: leader + 16 */
 
 typedef struct profstate {
@@ -61,16 +64,7 @@ typedef struct profstate {
   uint64_t lost;                /* overflows counted but not charged */
 } profstate;
 
-typedef struct resume_link {
-  lua_State *co, *from;
-} resume_link;
-
 static struct {
-  _Atomic(lua_State *) current; /* the thread to arm, NULL when idle */
-  atomic_ulong pending;         /* overflows not charged yet */
-  _Atomic(lua_State *) saved_L; /* a thread whose own hook was displaced */
-  lua_Hook saved_hook;
-  int saved_mask, saved_count;
   profstate *owner;             /* the running profiler, NULL when idle */
   pl_profile_weigh_fn weigh;    /* the weight of charged samples (NULL: 1 each) */
   pl_profile_charge_fn on_charge; /* called with each key charged, or NULL */
@@ -80,61 +74,34 @@ static struct {
   uint64_t read_value[MAXREAD], read_id[MAXREAD];
   lua_State *base;              /* thread that started */
   int skip;                     /* root frames of `base` not charged */
-  unsigned gen;                 /* start count, to match resume links */
-  int nlinks;
-  resume_link links[MAXLINKS];
+  pl_keybuf key, full;          /* the key being made: Lua frames; with native ones */
 } P;
-
-_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "the current thread must be lock-free");
 
 static void hook(lua_State *L, lua_Debug *ar);
 
-#define HOOKMASK (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET)
-
-/* Sets our hook on L, keeping a hook the program had set there (signal
-** handler and hook both call it). */
-static void arm(lua_State *L) {
-  lua_Hook h = lua_gethook(L);
-  if (h == hook) return;
-  if (h && atomic_load(&P.saved_L) == NULL) {
-    P.saved_hook = h;
-    P.saved_mask = lua_gethookmask(L);
-    P.saved_count = lua_gethookcount(L);
-    atomic_store(&P.saved_L, L);
-  }
-  lua_sethook(L, hook, HOOKMASK, 1);
-}
-
-/* Removes our hook from L, giving back the program's own. */
-static void disarm(lua_State *L) {
-  if (lua_gethook(L) != hook) return;
-  if (atomic_load(&P.saved_L) == L) {
-    lua_Hook h = P.saved_hook;
-    int mask = P.saved_mask, count = P.saved_count;
-    atomic_store(&P.saved_L, NULL);
-    lua_sethook(L, h, mask, count);
-  } else {
-    lua_sethook(L, NULL, 0, 0);
-  }
-}
-
 /* In the signal handler: async-signal-safe. */
-static void on_overflow(void) {
-  lua_State *L = atomic_load(&P.current);
-  if (!L) return;
-  atomic_fetch_add(&P.pending, 1);
-  arm(L);
+static void on_overflow(const void *uc) {
+  uintptr_t regs[PL_LUA_MAXREGS];
+  pl_lua_where w;
+  pl_lua_where_uc(uc, regs, &w);
+  pl_arm_take(1, &w);
 }
 
 /* ---- for the files that extend the profiler (profile.h) ---- */
 
-void pl_profile_overflow(void) { on_overflow(); }
+void pl_profile_overflow(const void *uc) { on_overflow(uc); }
 
 void pl_profile_add(unsigned long n) {
-  lua_State *L = atomic_load(&P.current);
-  if (!L || n == 0) return;
-  atomic_fetch_add(&P.pending, n);
-  arm(L);
+  pl_lua_where w;
+  pl_lua_where_here(&w);
+  pl_arm_take(n, &w);
+}
+
+void pl_profile_add_uc(unsigned long n, const void *uc) {
+  uintptr_t regs[PL_LUA_MAXREGS];
+  pl_lua_where w;
+  pl_lua_where_uc(uc, regs, &w);
+  pl_arm_take(n, &w);
 }
 
 void pl_profile_set_weigh(pl_profile_weigh_fn fn) { P.weigh = fn; }
@@ -164,15 +131,22 @@ static int stack_depth(lua_State *L) {
   return lua_getstack(L, 0, &ar) ? lo + 1 : 0;
 }
 
-/* Adds the frames of T from level `from` (leaf first) to b; leading C
+/* Adds the frames of T from level `from` (leaf first) to k; leading C
 ** frames are dropped when `trim` is 1, keyed "c" name when it is 2 (the
 ** C function the sample is in: its caller's line is charged, the
-** function's Total counts it). Returns the frames added. */
-static int add_frames(lua_State *T, int from, int trim, int budget, luaL_Buffer *b,
+** function's Total counts it). At most `budget` frames: *next (when
+** given) is set to the level where frames are left, -1 when none are.
+** Returns the frames added. */
+static int add_frames(lua_State *T, int from, int trim, int budget, pl_keybuf *k,
                       int *next) {
   lua_Debug ar;
   int until = -1, added = 0, level;
-  if (T == P.base && P.skip > 0) until = stack_depth(T) - P.skip;
+  /* the profiler's frames under the profiled function; while the profiler
+  ** itself runs (starting, stopping), all of them: none is charged */
+  if (T == P.base && P.skip > 0) {
+    until = stack_depth(T) - P.skip;
+    if (until < 0) until = 0;
+  }
   if (next) *next = -1;
   for (level = from; lua_getstack(T, level, &ar); level++) {
     if (until >= 0 && level >= until) break;
@@ -183,30 +157,17 @@ static int add_frames(lua_State *T, int from, int trim, int budget, luaL_Buffer 
     if (!lua_getinfo(T, "Sln", &ar)) break;
     int c = ar.what[0] == 'C';
     if (c && trim == 1) continue;
-    char num[48];
     if (c) {
-      luaL_addchar(b, trim ? 'c' : 'C');
-      luaL_addstring(b, ar.name ? ar.name : "?");
+      pl_keybuf_printf(k, "%c%s\n", trim ? 'c' : 'C', ar.name ? ar.name : "?");
     } else {
       trim = 0;
-      luaL_addchar(b, 'L');
-      luaL_addstring(b, ar.what[0] == 'm' ? "main chunk" : ar.name ? ar.name : "");
-      luaL_addchar(b, '\t');
-      luaL_addstring(b, ar.short_src);
-      snprintf(num, sizeof num, "\t%d\t%d", ar.linedefined, ar.currentline);
-      luaL_addstring(b, num);
+      pl_keybuf_printf(k, "L%s\t%s\t%d\t%d\n",
+                       ar.what[0] == 'm' ? "main chunk" : ar.name ? ar.name : "",
+                       ar.short_src, ar.linedefined, ar.currentline);
     }
-    luaL_addchar(b, '\n');
     added++;
   }
   return added;
-}
-
-/* The thread that resumed T through the wrappers, or NULL. */
-static lua_State *resumer_of(lua_State *T) {
-  for (int i = P.nlinks - 1; i >= 0; i--)
-    if (P.links[i].co == T) return P.links[i].from;
-  return NULL;
 }
 
 /* Frames of T charged from `level` on (all of them: to its root). */
@@ -216,45 +177,36 @@ static int frames_from(lua_State *T, int level) {
   return depth > level ? depth - level : 0;
 }
 
-/* A stack deeper than LEAFFRAMES whose leaf part stopped at `level` of T
-** (-1: at T's end, the threads that resumed it are left): adds a line "E"
-** n (n stack levels elided) and the ROOTFRAMES frames at the root of the
-** outermost thread. */
-static void add_root(lua_State *T, int level, luaL_Buffer *b) {
-  lua_State *R = T;
+/* A stack deeper than LEAFFRAMES whose leaf part stopped at `level` of
+** chain[t] (-1: at its end, the threads that resumed it are left): adds a
+** line "E" n (n stack levels elided) and the ROOTFRAMES frames at the root
+** of the outermost thread, chain[n - 1]. */
+static void add_root(lua_State **chain, int n, int t, int level, pl_keybuf *k) {
+  lua_State *T = chain[t], *R = chain[n - 1];
   int elided = level >= 0 ? frames_from(T, level) : 0;
-  for (int guard = 0; resumer_of(R) && guard < MAXLINKS; guard++) {
-    R = resumer_of(R);
-    elided += frames_from(R, 0);
-  }
+  for (int i = t + 1; i < n; i++) elided += frames_from(chain[i], 0);
   int depth = frames_from(R, 0);                 /* R's levels charged */
   int start = depth > ROOTFRAMES ? depth - ROOTFRAMES : 0;
   if (R == T && start < level) start = level;
   elided -= depth - start;                        /* the root part is kept */
-  if (elided > 0) {
-    char num[32];
-    snprintf(num, sizeof num, "E%d\n", elided);
-    luaL_addstring(b, num);
-  }
-  add_frames(R, start, start == 0 && R != T ? 1 : 0, ROOTFRAMES, b, NULL);
+  if (elided > 0) pl_keybuf_printf(k, "E%d\n", elided);
+  add_frames(R, start, start == 0 && R != T ? 1 : 0, ROOTFRAMES, k, NULL);
 }
 
-/* Pushes the Lua part of the stack key for the thread L the hook runs on. */
-static void push_lua_stack(lua_State *L, int event) {
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  /* a call hook runs in the callee before its first instruction: the
-  ** sample belongs to the caller */
-  int from = event == LUA_HOOKCALL ? 1 : 0, budget = LEAFFRAMES;
-  int guard = 0, next = -1;
-  lua_State *T = L;
-  for (; T && guard <= MAXLINKS; T = resumer_of(T), guard++) {
-    budget -= add_frames(T, from, T == L ? 2 : 1, budget, &b, &next);
-    from = 0;
+/* The Lua part of the stack key for the thread L, from level `from`, into
+** k: L's frames, then those of the threads that resumed it; a stack deeper
+** than LEAFFRAMES keeps its leaf and its root, the middle elided. */
+static void lua_stack_key(lua_State *L, int from, pl_keybuf *k) {
+  lua_State *chain[PL_LUA_MAXCHAIN + 1];
+  chain[0] = L;
+  int n = 1 + pl_arm_resumers(L, chain + 1, PL_LUA_MAXCHAIN);
+  int budget = LEAFFRAMES, next = -1, t;
+  pl_keybuf_reset(k);
+  for (t = 0; t < n; t++) {
+    budget -= add_frames(chain[t], t == 0 ? from : 0, t == 0 ? 2 : 1, budget, k, &next);
     if (budget == 0) break;
   }
-  if (T && budget == 0 && (next >= 0 || resumer_of(T))) add_root(T, next, &b);
-  luaL_pushresult(&b);
+  if (t < n && budget == 0 && (next >= 0 || t + 1 < n)) add_root(chain, n, t, next, k);
 }
 
 /* ---- sample records from the ring ---- */
@@ -320,51 +272,89 @@ static int next_sample(pl_ring *r, uint64_t *ips, int max, uint64_t *lost) {
 
 /* ---- the hook ---- */
 
-static void charge(lua_State *L, int event, unsigned long n) {
-  if (!lua_checkstack(L, 6)) return;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &P) != LUA_TTABLE) { lua_pop(L, 1); return; }
+/* What the hook charges, for charge_protected. */
+typedef struct charge_args {
+  int event;
+  unsigned long n;              /* overflows to charge */
+  unsigned long gc;             /* of which taken while the collector ran: the first ones */
+  unsigned long done;           /* of which charged */
+} charge_args;
+
+/* The frame a sample taken in a collector step gets, under the line whose
+** allocation started the step (the hook runs right after the step). */
+#define GC_FRAME "C[gc]\n"
+
+/* Adds k samples (weighed) to the key at the top; pops it. */
+static void add_sample(lua_State *L, int stacks, unsigned long k) {
+  if (P.on_charge) P.on_charge(L, lua_gettop(L));
+  P.nread = 0;
+  lua_pushvalue(L, -1);
+  lua_Integer have = lua_rawget(L, stacks) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  lua_pushinteger(L, have + (P.weigh ? P.weigh(k) : (lua_Integer)k));
+  lua_rawset(L, stacks);
+}
+
+/* lua_CFunction run by the hook under lua_pcall (light userdata: the
+** charge_args): charges the overflows to the stack. The keys are made in
+** C memory and pushed once each (no luaL_Buffer: see hook). */
+static int charge_protected(lua_State *L) {
+  charge_args *a = (charge_args *)lua_touserdata(L, 1);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &P) != LUA_TTABLE) return 0;
   int stacks = lua_gettop(L);
-  push_lua_stack(L, event);
-  int luakey = lua_gettop(L);
+  /* level 0 is this function; a call hook runs in the callee before its
+  ** first instruction (level 1): the sample belongs to the caller */
+  lua_stack_key(L, a->event == LUA_HOOKCALL ? 2 : 1, &P.key);
   uint64_t lost = 0;
-  for (unsigned long i = 0; i < n; ) {
-    unsigned long k = n - i;          /* samples charged to this key */
+  if (P.key.failed) return luaL_error(L, "not enough memory");
+  while (a->done < a->n) {
+    int gc = a->done < a->gc;
+    /* samples charged to this key */
+    unsigned long k = gc ? a->gc - a->done : a->n - a->done;
+    pl_keybuf_reset(&P.full);
     if (P.ring && P.ring->base) {
       uint64_t ips[MAXNATIVE];
       int m = next_sample(P.ring, ips, MAXNATIVE, &lost);
       if (m >= 0) k = 1;
-      luaL_Buffer b;
-      luaL_buffinit(L, &b);
-      for (int j = 0; j < m; j++) {
-        char hex[24];
-        snprintf(hex, sizeof hex, "N%llx\n", (unsigned long long)ips[j]);
-        luaL_addstring(&b, hex);
-      }
-      lua_pushvalue(L, luakey);
-      luaL_addvalue(&b);
-      luaL_pushresult(&b);
-    } else {
-      lua_pushvalue(L, luakey);
+      for (int j = 0; j < m; j++) pl_keybuf_printf(&P.full, "N%llx\n", (unsigned long long)ips[j]);
     }
-    if (P.on_charge) P.on_charge(L, lua_gettop(L));
-    P.nread = 0;
-    lua_pushvalue(L, -1);
-    lua_Integer have = lua_rawget(L, stacks) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
-    lua_pop(L, 1);
-    lua_pushinteger(L, have + (P.weigh ? P.weigh(k) : (lua_Integer)k));
-    lua_rawset(L, stacks);
+    if (gc) pl_keybuf_add(&P.full, GC_FRAME, sizeof GC_FRAME - 1);
+    pl_keybuf_add(&P.full, P.key.p, P.key.n);
+    if (P.full.failed) return luaL_error(L, "not enough memory");
+    lua_pushlstring(L, P.full.p, P.full.n);
+    add_sample(L, stacks, k);
     if (P.owner) P.owner->samples += k;
-    i += k;
+    a->done += k;
   }
-  lua_settop(L, stacks - 1);
+  return 0;
 }
 
+/* Charges n overflows to the stack of L, never raising: a memory error
+** (or any other) loses what it did not charge. */
+static void charge(lua_State *L, int event, unsigned long n, unsigned long gc) {
+  charge_args a = { event, n, gc, 0 };
+  if (lua_checkstack(L, 3)) {
+    lua_pushcfunction(L, charge_protected);
+    lua_pushlightuserdata(L, &a);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) lua_pop(L, 1);
+  }
+  if (P.owner) P.owner->lost += n - a.done;
+}
+
+/* The hook. It runs on the interrupted function's CallInfo (ldo.c's
+** luaD_hook calls it with L->ci unchanged), so it must leave that frame
+** as it found it: a to-be-closed slot made there (lauxlib's luaL_Buffer
+** boxes a buffer that outgrows LUAL_BUFFERSIZE and marks it with
+** lua_toclose, 5.4.3 and later) marks the interrupted Lua function's
+** nresults, and lvm.c's OP_RETURN0/OP_RETURN1 fast paths then leave the
+** missing results of its return unfilled. Everything that pushes runs
+** inside the lua_pcall of charge(), in a CallInfo of its own, and an
+** error there (out of memory) ends in charge() instead of in the
+** program's code. */
 static void hook(lua_State *L, lua_Debug *ar) {
-  unsigned long n = atomic_exchange(&P.pending, 0);
-  if (n && P.owner) { P.charging = 1; charge(L, ar->event, n); P.charging = 0; }
-  disarm(L);
-  /* an overflow that came while charging arms the hook again */
-  if (atomic_load(&P.pending) && atomic_load(&P.current) == L) arm(L);
+  unsigned long gc, n = pl_arm_hooked(L, &gc);
+  if (n && P.owner) { P.charging = 1; charge(L, ar->event, n, gc); P.charging = 0; }
+  pl_arm_done(L);
 }
 
 /* ---- the state handle ---- */
@@ -390,16 +380,13 @@ static void stop(lua_State *L, int idx, profstate *st) {
   lua_getiuservalue(L, idx, 1);
   if (pl_test_event(L, -1) && fd >= 0) pl_signal_set_callback(L, lua_gettop(L), NULL);
   lua_pop(L, 1);
-  lua_State *cur = atomic_exchange(&P.current, NULL);
-  st->lost += atomic_exchange(&P.pending, 0);
-  if (cur) disarm(cur);
-  if (P.base) disarm(P.base);
-  disarm(L);
+  st->lost += pl_arm_stop();
   st->active = 0;
   P.owner = NULL;
   P.ring = NULL;
   P.base = NULL;
-  P.nlinks = 0;
+  pl_keybuf_free(&P.key);
+  pl_keybuf_free(&P.full);
   lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &P);
 }
@@ -456,22 +443,21 @@ static int state_start(lua_State *L) {
   lua_setiuservalue(L, 1, 4);             /* uv4: keeps the thread alive */
   lua_getiuservalue(L, 1, 2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &P);
+  const char *why = pl_arm_start(L, hook, state_start);   /* may raise: before the rest */
   P.owner = st;
   P.ring = ring;
   P.base = L;
   P.skip = skip;
-  P.gen++;
-  P.nlinks = 0;
-  atomic_store(&P.pending, 0);
   st->active = 1;
-  atomic_store(&P.current, L);
   if (has_event && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
     int err = errno;
     stop(L, 1, st);
     return pl_fail(L, err, "profiler: enable", NULL);
   }
   lua_pushboolean(L, 1);
-  return 1;
+  if (why) lua_pushfstring(L, "coroutines resumed by others and collector steps are not told apart: %s", why);
+  else lua_pushnil(L);
+  return 2;
 }
 
 static int state_stop(lua_State *L) {
@@ -505,101 +491,33 @@ static int state_tostring(lua_State *L) {
   return 1;
 }
 
-/* ---- following coroutines ---- */
-
-static int enter(lua_State *co, lua_State *from) {
-  if (!P.owner || P.nlinks >= MAXLINKS) return -1;
-  P.links[P.nlinks].co = co;
-  P.links[P.nlinks].from = from;
-  P.nlinks++;
-  atomic_store(&P.current, co);
-  return P.nlinks - 1;
-}
-
-static void leave(int slot, unsigned gen, lua_State *from) {
-  if (slot < 0 || gen != P.gen || !P.owner || slot != P.nlinks - 1) return;
-  P.nlinks--;
-  atomic_store(&P.current, from);
-  /* an overflow while the coroutine was suspending armed it, not us */
-  if (atomic_load(&P.pending)) arm(from);
-}
-
-/* Calls the function at index 1 with the rest as arguments, with `co` as
-** the running thread; returns what it returns, or raises what it raised. */
-static int call_in(lua_State *L, lua_State *co) {
-  unsigned gen = P.gen;
-  int slot = enter(co, L);
-  int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
-  leave(slot, gen, L);
-  if (status != LUA_OK) return lua_error(L);
-  return lua_gettop(L);
-}
-
-/* coroutine.resume while profiling; upvalue 1: the original */
-static int co_resume(lua_State *L) {
-  lua_State *co = lua_tothread(L, 1);
-  luaL_argexpected(L, co, 1, "coroutine");
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  return call_in(L, co);
-}
-
-/* the function coroutine.wrap returns while profiling; upvalues: the
-** coroutine, the original resume. Errors are raised as lcorolib's
-** auxwrap raises them. */
-static int co_wrapped(lua_State *L) {
-  lua_State *co = lua_tothread(L, lua_upvalueindex(1));
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_insert(L, 1);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 2);
-  int n = call_in(L, co);
-  if (lua_toboolean(L, 1)) return n - 1;
-  int stat = lua_status(co);
-  if (stat != LUA_OK && stat != LUA_YIELD) {      /* error in the coroutine */
-#if LUA_VERSION_RELEASE_NUM >= 50406
-    stat = lua_closethread(co, L);
-#else
-    stat = lua_resetthread(co);
-#endif
-    lua_xmove(co, L, 1);
+/* core.lua_layout([ident]) -> name, release | nil, why: the Lua 5.4.x
+** layout (lua_layout.h) of the running Lua, checked against this thread;
+** with ident, only the release number it names */
+static int layout_info(lua_State *L) {
+  if (!lua_isnoneornil(L, 1)) {
+    lua_pushinteger(L, pl_lua_release_of(luaL_checkstring(L, 1)));
+    return 1;
   }
-  if (stat != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
-    luaL_where(L, 1);
-    lua_insert(L, -2);
-    lua_concat(L, 2);
+  int release = pl_lua_running_release();
+  const pl_lua_layout *lo = pl_lua_layout_for(release);
+  if (!lo) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "no layout for Lua release %d", release);
+    return 2;
   }
-  return lua_error(L);
-}
-
-/* coroutine.wrap while profiling; upvalues: coroutine.create, the
-** original resume */
-static int co_wrap(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_pushvalue(L, 1);
-  lua_call(L, 1, 1);
-  luaL_checktype(L, -1, LUA_TTHREAD);
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_pushcclosure(L, co_wrapped, 2);
-  return 1;
-}
-
-/* core.profile_resume(resume) */
-static int make_resume(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  lua_settop(L, 1);
-  lua_pushcclosure(L, co_resume, 1);
-  return 1;
-}
-
-/* core.profile_wrap(create, resume) */
-static int make_wrap(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  lua_settop(L, 2);
-  lua_pushcclosure(L, co_wrap, 2);
-  return 1;
+  lua_CFunction self = layout_info;
+  uintptr_t f;
+  memcpy(&f, &self, sizeof f);
+  const char *why = pl_lua_layout_check(lo, L, f);
+  if (why) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "the Lua %s layout does not match this Lua (%s)", lo->name, why);
+    return 2;
+  }
+  lua_pushstring(L, lo->name);
+  lua_pushinteger(L, release);
+  return 2;
 }
 
 /* core.profile_running() -> true while a profiler runs */
@@ -633,10 +551,9 @@ static const luaL_Reg state_methods[] = {
 
 static const luaL_Reg functions[] = {
   { "profile_state", state_new },
-  { "profile_resume", make_resume },
-  { "profile_wrap", make_wrap },
   { "profile_vm", vm_path },
   { "profile_running", running },
+  { "lua_layout", layout_info },
   { NULL, NULL }
 };
 

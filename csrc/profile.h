@@ -7,11 +7,14 @@
 
 #include "perf_core.h"
 
-/* One more sample is pending: arms the hook on the running thread.
-** Async-signal-safe; does nothing while no profiler runs. */
-void pl_profile_overflow(void);
-/* n more samples are pending (the same, for n at once). */
+/* One more sample is pending, from a signal handler given the signal's
+** ucontext: arms the hook on the Lua thread that was running. Async-
+** signal-safe; does nothing while no profiler runs. */
+void pl_profile_overflow(const void *uc);
+/* n more samples are pending, taken by the calling function (an allocator). */
 void pl_profile_add(unsigned long n);
+/* n more samples are pending, from a signal handler (the ucontext). */
+void pl_profile_add_uc(unsigned long n, const void *uc);
 
 /* The weight the hook charges for n samples taken at once, in the
 ** profile's unit (nanoseconds, bytes). NULL: each sample weighs 1. */

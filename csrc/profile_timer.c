@@ -37,11 +37,12 @@ typedef struct proftimer {
 } proftimer;
 
 static void on_timer(int sig, siginfo_t *si, void *uc) {
-  (void)sig; (void)uc;
+  (void)sig;
   int saved = errno;
   /* CPU-time timers fire on the scheduler tick: one signal may stand for
   ** several expirations, the others counted in si_overrun */
-  if (si->si_code == SI_TIMER) pl_profile_add(1 + (unsigned long)(si->si_overrun > 0 ? si->si_overrun : 0));
+  if (si->si_code == SI_TIMER)
+    pl_profile_add_uc(1 + (unsigned long)(si->si_overrun > 0 ? si->si_overrun : 0), uc);
   errno = saved;
 }
 

@@ -304,7 +304,7 @@ static void push_sample(pusher *P, const pl_record *r) {
   if (r->misc & PL_MISC_EXACT_IP) put_true(P, K_exact_ip);
   if (st & PL_S_IDENTIFIER) put_int(P, K_identifier, s->identifier);
   if (st & PL_S_IP) put_int(P, K_ip, s->ip);
-  if (st & PL_S_TID) { put_int(P, K_pid, s->pid); put_int(P, K_tid, s->tid); }
+  if (st & PL_S_TID) { put_int(P, K_pid, PL_SIGNED32(s->pid)); put_int(P, K_tid, PL_SIGNED32(s->tid)); }
   if (st & PL_S_TIME) put_int(P, K_time, s->time);
   if (st & PL_S_ADDR) put_int(P, K_addr, s->addr);
   if (st & PL_S_ID) put_int(P, K_id, s->id);
@@ -363,8 +363,8 @@ static void push_other(pusher *P, const pl_record *r) {
   case PL_REC_MMAP:
   case PL_REC_MMAP2:
     if (r->misc & PL_MISC_MMAP_DATA) put_true(P, K_mmap_data);
-    put_int(P, K_pid, r->u.mmap.pid);
-    put_int(P, K_tid, r->u.mmap.tid);
+    put_int(P, K_pid, PL_SIGNED32(r->u.mmap.pid));
+    put_int(P, K_tid, PL_SIGNED32(r->u.mmap.tid));
     put_int(P, K_addr, r->u.mmap.addr);
     put_int(P, K_len, r->u.mmap.len);
     put_int(P, K_pgoff, r->u.mmap.pgoff);
@@ -390,16 +390,16 @@ static void push_other(pusher *P, const pl_record *r) {
     break;
   case PL_REC_COMM:
     if (r->misc & PL_MISC_COMM_EXEC) put_true(P, K_comm_exec);
-    put_int(P, K_pid, r->u.comm.pid);
-    put_int(P, K_tid, r->u.comm.tid);
+    put_int(P, K_pid, PL_SIGNED32(r->u.comm.pid));
+    put_int(P, K_tid, PL_SIGNED32(r->u.comm.tid));
     put_span(P, K_comm, r->u.comm.comm);
     break;
   case PL_REC_EXIT:
   case PL_REC_FORK:
-    put_int(P, K_pid, r->u.task.pid);
-    put_int(P, K_ppid, r->u.task.ppid);
-    put_int(P, K_tid, r->u.task.tid);
-    put_int(P, K_ptid, r->u.task.ptid);
+    put_int(P, K_pid, PL_SIGNED32(r->u.task.pid));
+    put_int(P, K_ppid, PL_SIGNED32(r->u.task.ppid));
+    put_int(P, K_tid, PL_SIGNED32(r->u.task.tid));
+    put_int(P, K_ptid, PL_SIGNED32(r->u.task.ptid));
     put_int(P, K_time, r->u.task.time);
     break;
   case PL_REC_THROTTLE:
@@ -409,8 +409,8 @@ static void push_other(pusher *P, const pl_record *r) {
     put_int(P, K_stream_id, r->u.throttle.stream_id);
     break;
   case PL_REC_READ:
-    put_int(P, K_pid, r->u.read.pid);
-    put_int(P, K_tid, r->u.read.tid);
+    put_int(P, K_pid, PL_SIGNED32(r->u.read.pid));
+    put_int(P, K_tid, PL_SIGNED32(r->u.read.tid));
     pl_readv_push(L, &r->u.read.values);
     put(P, K_read);
     break;
@@ -420,8 +420,8 @@ static void push_other(pusher *P, const pl_record *r) {
     put_int(P, K_flags, r->u.aux.flags);
     break;
   case PL_REC_ITRACE_START:
-    put_int(P, K_pid, r->u.itrace_start.pid);
-    put_int(P, K_tid, r->u.itrace_start.tid);
+    put_int(P, K_pid, PL_SIGNED32(r->u.itrace_start.pid));
+    put_int(P, K_tid, PL_SIGNED32(r->u.itrace_start.tid));
     break;
   case PL_REC_LOST_SAMPLES:
     put_int(P, K_lost, r->u.lost_samples.lost);
@@ -431,14 +431,14 @@ static void push_other(pusher *P, const pl_record *r) {
     if (r->misc & PL_MISC_SWITCH_OUT) put_true(P, K_switch_out);
     if (r->misc & PL_MISC_SWITCH_OUT_PREEMPT) put_true(P, K_switch_out_preempt);
     if (r->type == PL_REC_SWITCH_CPU_WIDE) {
-      put_int(P, K_next_prev_pid, r->u.switch_cpu_wide.next_prev_pid);
-      put_int(P, K_next_prev_tid, r->u.switch_cpu_wide.next_prev_tid);
+      put_int(P, K_next_prev_pid, PL_SIGNED32(r->u.switch_cpu_wide.next_prev_pid));
+      put_int(P, K_next_prev_tid, PL_SIGNED32(r->u.switch_cpu_wide.next_prev_tid));
     }
     break;
   case PL_REC_NAMESPACES: {
     uint64_t nr = r->u.namespaces.nr;
-    put_int(P, K_pid, r->u.namespaces.pid);
-    put_int(P, K_tid, r->u.namespaces.tid);
+    put_int(P, K_pid, PL_SIGNED32(r->u.namespaces.pid));
+    put_int(P, K_tid, PL_SIGNED32(r->u.namespaces.tid));
     lua_createtable(L, (int)(nr < 16 ? nr : 16), 0);
     for (uint64_t i = 0; i < nr; i++) {
       const unsigned char *e = r->u.namespaces.links + 16 * i;
@@ -495,7 +495,7 @@ static void push_sid(pusher *P, const pl_record *r) {
   uint64_t f = s->fields;
   if (!f) return;
   lua_createtable(L, 0, 8);
-  if (f & PL_S_TID) { field_int(L, "pid", s->pid); field_int(L, "tid", s->tid); }
+  if (f & PL_S_TID) { field_int(L, "pid", PL_SIGNED32(s->pid)); field_int(L, "tid", PL_SIGNED32(s->tid)); }
   if (f & PL_S_TIME) field_int(L, "time", s->time);
   if (f & PL_S_ID) field_int(L, "id", s->id);
   if (f & PL_S_STREAM_ID) field_int(L, "stream_id", s->stream_id);
@@ -531,7 +531,11 @@ void pl_record_push(lua_State *L, const pl_record *r, int status,
   P.L = L;
   P.set.bits[0] = P.set.bits[1] = 0;
   if (t == 0) {
-    lua_createtable(L, 0, r->type == PL_REC_SAMPLE ? 9 : 8);
+    /* room for every key it will have, `event` too: no rehash while
+    ** filling (a sample: the header's three, one a sample_type bit, pid) */
+    int n = r->type == PL_REC_SAMPLE && r->layout
+              ? 5 + __builtin_popcountll(r->layout->sample_type) : 12;
+    lua_createtable(L, 0, n);
     P.t = lua_gettop(L);
   } else {
     P.t = lua_absindex(L, t);
@@ -602,8 +606,8 @@ void pl_sample_field_push(lua_State *L, int f, const pl_record *r) {
   switch (f) {
   case F_identifier: v = s->identifier; break;
   case F_ip: v = s->ip; break;
-  case F_pid: v = s->pid; break;
-  case F_tid: v = s->tid; break;
+  case F_pid: v = PL_SIGNED32(s->pid); break;
+  case F_tid: v = PL_SIGNED32(s->tid); break;
   case F_time: v = s->time; break;
   case F_addr: v = s->addr; break;
   case F_id: v = (r->layout->sample_type & PL_S_ID) ? s->id : s->identifier; break;

@@ -16,7 +16,8 @@
 ** fixed table and bumps lock-free atomic counters. Slots belong to a small
 ** userdata kept in the event's extension table; its __gc frees the slot.
 ** Another file may ask for a C function to be called from the handler
-** after each count (pl_signal_set_callback): it must be async-signal-safe.
+** after each count (pl_signal_set_callback), with the signal's ucontext
+** (the interrupted registers): it must be async-signal-safe.
 **
 ** Restarts (pl_signal_set_restarts, for a tracepoint on syscall entry):
 ** the signal of an overflow at a syscall's entry is pending while that
@@ -88,9 +89,9 @@ static unsigned long perf_data(const siginfo_t *si) {
   return v;
 }
 
-static void call_back(sigslot *s) {
+static void call_back(sigslot *s, const void *uc) {
   pl_overflow_fn fn = atomic_load(&s->callback);
-  if (fn) fn();
+  if (fn) fn(uc);
 }
 
 /* Whether the interrupted context will make its syscall again: the saved
@@ -154,9 +155,25 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
           atomic_load(&s->sig_data) == data) {
         atomic_fetch_add(&s->count, 1);
         atomic_store(&s->addr, (unsigned long)si->si_addr);
-        call_back(s);
+        call_back(s, uc);
         matched = 1;
       }
+    }
+  } else if (sig == SIGIO && si->si_code == SI_KERNEL) {
+    /* the queue of realtime signals was full: the kernel sends SIGIO
+    ** instead (fcntl(2), F_SETSIG), naming no fd. It is the overflow of
+    ** the one event signalling that way, when only one does. */
+    sigslot *only = NULL;
+    int n = 0;
+    for (int i = 0; i < PL_SIGSLOTS; i++) {
+      sigslot *s = &slots[i];
+      if (atomic_load(&s->state) == 1 && !atomic_load(&s->trap) &&
+          atomic_load(&s->signo) >= SIGRTMIN) { only = s; n++; }
+    }
+    if (n == 1) {
+      atomic_fetch_add(&only->count, 1);
+      call_back(only, uc);
+      matched = 1;
     }
   } else if (sig != SIGTRAP) {
     for (int i = 0; i < PL_SIGSLOTS && !matched; i++) {
@@ -170,7 +187,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
         atomic_fetch_add(&s->count, 1);
         if (si->si_code == POLL_HUP) atomic_fetch_add(&s->hup, 1);
         watch_restart(s, uc);
-        call_back(s);
+        call_back(s, uc);
       }
     }
   } else {
@@ -294,6 +311,14 @@ static int ev_notify(lua_State *L) {
   atomic_store(&s->state, 1);
 
   int err = install((int)signo);
+  /* a realtime signal whose queue is full comes as SIGIO, which would end
+  ** the process: taken too, unless the program handles SIGIO itself */
+  if (!err && !trap && signo >= SIGRTMIN && !installed[SIGIO]) {
+    struct sigaction cur;
+    if (sigaction(SIGIO, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_handler == SIG_DFL)
+      err = install(SIGIO);
+  }
   if (err) return pl_fail(L, err, "notify: sigaction", NULL);
   if (trap) { lua_pushboolean(L, 1); return 1; }
 

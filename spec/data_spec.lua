@@ -182,6 +182,22 @@ describe("perf.data", function()
       assert.matches('perf.data ".-tp.data" %(normal, %d+ records, events: syscalls:sys_enter_openat%)', tostring(f))
     end)
 
+    it("its tables print readably at the prompt, and stay plain tables", function()
+      local f <close> = assert(data.open(tmp("tp.data")))
+      assert.matches('^perf%.data%.attr { attr = {%d+ entries}, ids = {%d+.*}, name = "syscalls:sys_enter_openat" }$',
+                     tostring(f.attrs[1]))
+      assert.matches('^perf%.data%.attrs { {3 entries} }$', tostring(f.attrs))
+      H.assert_has(('perf.data.header { arch = "%s", '):format(f.header.arch), tostring(f.header))
+      H.assert_has(('hostname = "%s"'):format(f.header.hostname), tostring(f.header))
+      assert.matches('^perf%.data%.cmdline { "/usr/bin/perf", "record", "%-q", ', tostring(f.header.cmdline))
+      assert.matches('^perf%.data%.nrcpus { available = %d+, online = %d+ }$', tostring(f.header.nrcpus))
+      assert.equal("syscalls:sys_enter_openat", f.attrs[1].name)
+      assert.equal(PERF, f.header.cmdline[1])
+      local n = 0
+      for _ in pairs(f.header) do n = n + 1 end
+      assert.is_true(n > 10)
+    end)
+
     it("returns nil, message, errno for a file that cannot be read", function()
       local msg, errno = H.fails(data.open(tmp("missing.data")))
       H.assert_has("missing.data", msg)
@@ -277,6 +293,26 @@ describe("perf.data", function()
       assert.has_error(function() f:samples("nosuch") end)
     end)
 
+    it("samples(field, ...): fields read in place and fields decoded agree with records()", function()
+      local f <close> = assert(data.open(tmp("tp.data")))
+      local want, got = {}, {}
+      for r in f:records() do
+        if r.type == "sample" then
+          want[#want + 1] = { r.cpu, r.pid, r.period, r.raw, r.cpumode, r.time }
+        end
+      end
+      for cpu, pid, period, raw, cpumode, time in f:samples("cpu", "pid", "period", "raw", "cpumode", "time") do
+        got[#got + 1] = { cpu, pid, period, raw, cpumode, time }
+      end
+      assert.is_true(#want > 5)
+      assert.same(want, got)
+      local fast = {}
+      for cpu, pid, period, time in f:samples("cpu", "pid", "period", "time") do
+        fast[#fast + 1] = { cpu, pid, period, time }
+      end
+      for i, w in ipairs(want) do assert.same({ w[1], w[2], w[3], w[6] }, fast[i]) end
+    end)
+
     it("a reused table is refilled and cleared between records", function()
       local f <close> = assert(data.open(tmp("tp.data")))
       local t, n = {}, 0
@@ -304,6 +340,26 @@ describe("perf.data", function()
       assert.equal(f.attrs[1].ids[1], seen.id_index.entries[1].id)
     end)
 
+    it("numbers as the kernel means them: pid -1 is -1, addresses the same 64 bits as perf prints", function()
+      -- perf report -D: PERF_RECORD_MMAP -1/0: [0xffffffff81000000(0x1276988) @ 0xffffffff81000000]: x [kernel.kallsyms]_text
+      local want = H.sh(("%s report -D -i %s"):format(PERF, tmp("clk.data")))
+        :match("PERF_RECORD_MMAP (%-?%d+)/(%-?%d+): %[0x(%x+)%(0x(%x+)%) @ 0x(%x+)%]: %a %[kernel%.kallsyms%]_text")
+      assert.equal("-1", want)
+      local f <close> = assert(data.open(tmp("clk.data")))
+      local kmap
+      for r in f:records() do
+        if r.type == "mmap" and r.filename == "[kernel.kallsyms]_text" then kmap = r end
+      end
+      assert.equal(-1, kmap.pid)
+      local _, _, addr, len, pgoff = H.sh(("%s report -D -i %s"):format(PERF, tmp("clk.data")))
+        :match("PERF_RECORD_MMAP (%-?%d+)/(%-?%d+): %[0x(%x+)%(0x(%x+)%) @ 0x(%x+)%]: %a %[kernel%.kallsyms%]_text")
+      assert.equal(addr, ("%x"):format(kmap.addr))
+      assert.equal(len, ("%x"):format(kmap.len))
+      assert.equal(pgoff, ("%x"):format(kmap.pgoff))
+      -- a kernel address is above every user one, compared unsigned
+      assert.is_true(math.ult(0x7fffffffffff, kmap.addr))
+    end)
+
     it("two events: each record decoded with its attr and named", function()
       local want = script(tmp("two.data"), "tid,cpu,time,ip,period")
       local f <close> = assert(data.open(tmp("two.data")))
@@ -322,6 +378,38 @@ describe("perf.data", function()
       for i, w in ipairs(want) do
         assert.same({ w.tid, w.time }, { got[i].tid, got[i].time })
       end
+      -- the id read in place names the same event as the record's
+      local ids, k = {}, 0
+      for _, a in ipairs(f.attrs) do for _, id in ipairs(a.ids) do ids[id] = a.name end end
+      local order = {}
+      for r in f:records() do if r.type == "sample" then order[#order + 1] = r end end
+      for id, time in f:samples("id", "time") do
+        k = k + 1
+        assert.same({ order[k].event, order[k].time }, { ids[id], time })
+      end
+      assert.equal(#order, k)
+    end)
+
+    it("a sample no event of the file wrote: samples() raises where it is and why, records() yields it raw", function()
+      local s = read_all(tmp("two.data"))
+      local doff, dsize = string.unpack("<i8i8", s, 41)
+      local f0 <close> = assert(data.open(tmp("two.data")))
+      -- IP|TID|TIME|ID first: the id is the fourth u64 of a sample's body
+      assert.equal(0x47, f0.attrs[1].attr.sample_type & 0x1004f)
+      -- the first sample, its id made unknown
+      local pos = doff + 1
+      while string.unpack("<I4", s, pos) ~= 9 do pos = pos + string.unpack("<I2", s, pos + 6) end
+      assert.is_true(pos < doff + dsize)
+      local bad = s:sub(1, pos + 31) .. string.pack("<I8", 0x7fffffff12345) .. s:sub(pos + 40)
+      local f <close> = assert(data.open(write_all(tmp("badid.data"), bad)))
+      local ok, err = pcall(function() for _ in f:samples("tid") do end end)
+      assert.is_false(ok)
+      assert.matches(("sample record at offset 0x%x: record id matches no event of this file$"):format(pos - 1), err)
+      assert.is_nil(err:find("ok:", 1, true))
+      local raw
+      for r in f:records() do if r.type == "sample" and r.error then raw = r break end end
+      assert.matches("record id matches no event of this file$", raw.error)
+      assert.equal("string", type(raw.raw))
     end)
 
     it("a record from the file equals the one the ring decoder makes of its bytes", function()
@@ -344,6 +432,60 @@ describe("perf.data", function()
       end
       assert.equal(doff + dsize + 1, pos)
       assert.is_true(n > 5)
+    end)
+  end)
+
+  describe("leader sampling", function()
+    -- perf record -e '{cpu-clock,page-faults}:S': the leader samples, each
+    -- sample reads the group; perf script shows a sample of each member
+    local function script_events(file)
+      local list = {}
+      for line in H.sh(("%s script -i %s -F tid,time,period,event --ns"):format(PERF, file)):gmatch("[^\n]+") do
+        local tid, s, ns, period, ev = line:match("^%s*(%d+)%s+(%d+)%.(%d+):%s+(%d+)%s+([%w%-:]+):")
+        if tid then
+          list[#list + 1] = ("%s %d %s %s"):format(tid, math.tointeger(s) * 1000000000 + math.tointeger(ns), period, ev)
+        end
+      end
+      return list
+    end
+
+    it("yields a sample of each member, built from the group read values, as perf script", function()
+      local path = tmp("leader.data")
+      record("-e '{cpu-clock,page-faults}:S' -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; ls -R /usr/share/doc >/dev/null'", path)
+      local want = script_events(path)
+      local f <close> = assert(data.open(path))
+      local name_of = {}                              -- one id per CPU for each event
+      for _, a in ipairs(f.attrs) do for _, id in ipairs(a.ids) do name_of[id] = a.name end end
+      local got, counts, reads = {}, {}, 0
+      for r in f:records() do
+        if r.type == "sample" then
+          got[#got + 1] = ("%d %d %d %s"):format(r.tid, r.time, r.period, r.event)
+          counts[r.event] = (counts[r.event] or 0) + 1
+          assert.equal(2, #r.read)                      -- the raw group read stays reachable
+          assert.equal(r.event, name_of[r.id])
+          if r.event == "page-faults" then reads = reads + 1 end
+        end
+      end
+      assert.is_true(counts["cpu-clock"] > 10)
+      assert.is_true(counts["page-faults"] > 0)
+      table.sort(want) table.sort(got)
+      assert.same(want, got)
+      assert.is_true(reads > 0)
+      -- the fast path yields the same
+      local fast = {}
+      for tid, time, period, id in f:samples("tid", "time", "period", "id") do
+        fast[#fast + 1] = ("%d %d %d %s"):format(tid, time, period, name_of[id])
+      end
+      table.sort(fast)
+      assert.same(want, fast)
+      -- split_groups = false: the samples as written, the leader's only
+      local raw <close> = assert(data.open(path, { split_groups = false }))
+      local n = 0
+      for r in raw:records() do
+        if r.type == "sample" then n = n + 1 assert.equal("cpu-clock", r.event) end
+      end
+      assert.is_true(n >= counts["cpu-clock"])
+      assert.has_error(function() data.open(path, { split = false }) end)
     end)
   end)
 
@@ -524,7 +666,7 @@ describe("perf.data", function()
       assert.equal(g.compressed, f.compressed)
     end)
 
-    it("a truncated or corrupted compressed record: nil and a message naming its offset", function()
+    it("a truncated or corrupted compressed record: read up to it, a note naming its offset", function()
       local s = read_all(tmp("z.data"))
       local doff, dsize = string.unpack("<i8i8", s, 41)
       -- the first compressed record
@@ -536,19 +678,28 @@ describe("perf.data", function()
       -- (and no feature sections: their index would follow the data)
       local cut = s:sub(1, 48) .. string.pack("<i8", off + 20 - doff) .. s:sub(57, 72)
                   .. ("\0"):rep(32) .. s:sub(105, off + 20)
-      local ok, msg = data.open(write_all(tmp("zbad.data"), cut))
-      assert.is_nil(ok)
-      H.assert_has("truncated record at offset " .. off, msg)
+      -- the records before it: plain ones, all read
+      local before = 0
+      do
+        local q = doff + 1
+        while q < pos do before = before + 1 q = q + string.unpack("<I2", s, q + 6) end
+      end
+      local f <close> = assert(data.open(write_all(tmp("zbad.data"), cut)))
+      assert.equal(off, f.stopped_at)
+      H.assert_has(("reading stopped at offset 0x%x: truncated record"):format(off), f.note)
+      local n = 0
+      for _ in f:records() do n = n + 1 end
+      assert.equal(before, n)
       -- not a zstd frame
       local bad = s:sub(1, pos + 7) .. "JUNK" .. s:sub(pos + 12)
-      ok, msg = data.open(write_all(tmp("zbad.data"), bad))
-      assert.is_nil(ok)
-      H.assert_has(("compressed record at offset %d: cannot decompress it: "):format(off), msg)
+      local g <close> = assert(data.open(write_all(tmp("zbad.data"), bad)))
+      assert.equal(off, g.stopped_at)
+      H.assert_has(("reading stopped at the compressed record at offset 0x%x: cannot decompress it: "):format(off), g.note)
       -- its header says it is shorter: its data ends inside the frame
       bad = s:sub(1, pos + 5) .. string.pack("<I2", size - 12) .. s:sub(pos + 8)
-      ok, msg = data.open(write_all(tmp("zbad.data"), bad))
-      assert.is_nil(ok)
-      assert.matches("offset %d+", msg)
+      local h <close> = assert(data.open(write_all(tmp("zbad.data"), bad)))
+      assert.matches("offset 0x%x+", h.note)
+      assert.is_true(h.stopped_at >= off)
       assert.is_true(dsize > 0)
     end)
 
@@ -564,13 +715,15 @@ describe("perf.data", function()
       local foff = string.unpack("<i8", s, at + 1)
       assert.equal(9 * 4096, string.unpack("<I4", s, foff + 17))
       local small = s:sub(1, foff + 16) .. string.pack("<I4", 256) .. s:sub(foff + 21)
-      local ok, msg = data.open(write_all(tmp("zbig.data"), small))
-      assert.is_nil(ok)
-      assert.matches("compressed record at offset %d+: it decompresses to more than 256 bytes", msg)
+      local f <close> = assert(data.open(write_all(tmp("zbig.data"), small)))
+      assert.matches("compressed record at offset 0x%x+: it decompresses to more than 256 bytes", f.note)
+      assert.is_number(f.stopped_at)
+      -- a compression this reader does not know: nothing can be read
       local other = s:sub(1, foff + 4) .. string.pack("<I4", 7) .. s:sub(foff + 9)
-      ok, msg = data.open(write_all(tmp("zbig.data"), other))
+      local ok, msg, errno = data.open(write_all(tmp("zbig.data"), other))
       assert.is_nil(ok)
       H.assert_has("compression type 7; only zstd (1) is read", msg)
+      assert.equal(22, errno)                       -- EINVAL
     end)
 
     it("a COMPRESSED2 record whose data_size runs past it", function()
@@ -578,44 +731,45 @@ describe("perf.data", function()
         if i ~= 2 then return rec end
         return rec:sub(1, 8) .. string.pack("<i8", #rec) .. rec:sub(17)
       end)
-      local ok, msg = data.open(write_all(tmp("z2bad.data"), s))
-      assert.is_nil(ok)
-      assert.matches("compressed record at offset %d+: its data_size runs past the record", msg)
+      local f <close> = assert(data.open(write_all(tmp("z2bad.data"), s)))
+      assert.matches("compressed record at offset 0x%x+: a compressed record whose data_size runs past the record", f.note)
     end)
 
-    it("random corruption never crashes: a file or nil and a message", function()
+    it("random corruption never crashes: a file (with a note where damaged) or nil and a message", function()
       local next_copy = corrupt(read_all(tmp("z.data")), 4242, 4)
-      local failed = 0
+      local noted = 0
       for _ = 1, 100 do
         local f, msg = data.open(write_all(tmp("zfuzz.data"), next_copy()))
         if f then
           pcall(function() for r in f:records() do assert.is_string(r.type) end end)
+          if f.note then noted = noted + 1 assert.matches("offset 0x%x+", f.note) end
           f:close()
         else
-          assert.matches("offset %d+", msg)
-          failed = failed + 1
+          assert.matches("offset 0x%x+", msg)
         end
       end
-      assert.is_true(failed > 0)
+      assert.is_true(noted > 0)
     end)
   end)
 
   describe("malformed files", function()
-    it("a truncated file: nil and a message naming the offset", function()
+    it("a file cut inside its header: nil, a message naming the offset, EINVAL", function()
       local s = read_all(tmp("tp.data"))
-      local doff = string.unpack("<i8", s, 41)
-      for _, cut in ipairs { 0, 8, 15, 16, 60, 103, doff + 4, doff + 30, #s - 1 } do
-        local ok, msg = data.open(write_all(tmp("cut.data"), s:sub(1, cut)))
+      for _, cut in ipairs { 0, 8, 15, 16, 60, 103 } do
+        local ok, msg, errno = data.open(write_all(tmp("cut.data"), s:sub(1, cut)))
         assert.is_nil(ok)
-        assert.matches("offset %d+", msg)
+        assert.matches("offset 0x%x+", msg)
+        assert.equal(22, errno)
       end
     end)
 
-    it("a truncated pipe-mode file", function()
+    it("a truncated pipe-mode file: every whole record, and where it stopped", function()
       local s = read_all(tmp("pipe.data"))
-      local ok, msg = data.open(write_all(tmp("cut.data"), s:sub(1, #s - 3)))
-      assert.is_nil(ok)
-      assert.matches("truncated record.* at offset %d+", msg)
+      local f <close> = assert(data.open(write_all(tmp("cut.data"), s:sub(1, #s - 3))))
+      local whole <close> = assert(data.open(tmp("pipe.data")))
+      assert.equal(whole.nrecords - 1, f.nrecords)
+      assert.matches("reading stopped at offset 0x%x+: truncated record", f.note)
+      assert.is_true(f.stopped_at < #s and f.stopped_at > #s - 1000)
     end)
 
     it("refuses the other byte order clearly", function()
@@ -634,23 +788,38 @@ describe("perf.data", function()
 
     it("sections pointing outside the file", function()
       local s = read_all(tmp("tp.data"))
-      for _, at in ipairs { 25, 33, 41, 49 } do       -- attrs and data sections
+      for _, at in ipairs { 25, 33, 41 } do           -- attrs section, data offset
         local bad = s:sub(1, at - 1) .. string.pack("<i8", 1 << 40) .. s:sub(at + 8)
-        local ok, msg = data.open(write_all(tmp("bad.data"), bad))
+        local ok, msg, errno = data.open(write_all(tmp("bad.data"), bad))
         assert.is_nil(ok)
-        assert.matches("offset %d+", msg)
+        assert.matches("offset 0x%x+", msg)
+        assert.equal(22, errno)
       end
+      -- a data size past the end: read as a cut file
+      local bad = s:sub(1, 48) .. string.pack("<i8", 1 << 40) .. s:sub(57)
+      local f <close> = assert(data.open(write_all(tmp("bad.data"), bad)))
+      H.assert_has("the file ends inside its data section (0x10000000000 bytes at offset", f.note)
+    end)
+
+    it("unsigned header values print in hex in messages, never negative", function()
+      local s = read_all(tmp("tp.data"))
+      local bad = s:sub(1, 24) .. string.pack("<I8", 0x8000000000000000) .. s:sub(33)
+      local ok, msg = data.open(write_all(tmp("bad.data"), bad))
+      assert.is_nil(ok)
+      H.assert_has("attrs section at offset 0x8000000000000000 (", msg)
+      assert.is_nil(msg:find("-%d"))
     end)
 
     it("random corruption never crashes: a file or nil and a message", function()
       local next_copy = corrupt(read_all(tmp("clk.data")), 12345, 8)
       for _ = 1, 200 do
-        local f, msg = data.open(write_all(tmp("fuzz.data"), next_copy()))
+        local f, msg, errno = data.open(write_all(tmp("fuzz.data"), next_copy()))
         if f then
           for r in f:records() do assert.is_string(r.type) end
           f:close()
         else
           assert.is_string(msg)
+          assert.equal(22, errno)
         end
       end
     end)

@@ -72,5 +72,19 @@ describe("perf.data.writer", function()
     local ev <close> = assert(perf.open("task-clock"))
     local msg = H.fails(perf.data.writer("/nonexistent/dir/x.data", { ev }))
     H.assert_has("perf.data.writer", msg)
+    -- the writer's own messages, not a Lua argument error of a helper
+    local path = os.tmpname()
+    local w = assert(perf.data.writer(path, { ev }))
+    assert.has_error(function() w:synthesize(nil) end,
+      "perf.data.writer: synthesize takes the pid of a running process, not nil")
+    assert.has_error(function() w:synthesize("1") end,
+      "perf.data.writer: synthesize takes the pid of a running process, not string")
+    assert.has_error(function() w:write({ ev }) end,
+      "perf.data.writer: write takes a ring, a list of rings or a perf.cpus set, "
+      .. "not a perf.event as item 1 (ev:mmap() gives an event's ring)")
+    assert.has_error(function() w:write(42) end,
+      "perf.data.writer: write takes a ring, a list of rings or a perf.cpus set, not a number")
+    assert.is_true(w:close())
+    os.remove(path)
   end)
 end)

@@ -56,6 +56,19 @@ describe("perf.elf", function()
     assert.same({ nil, libc .. " has no symbol 'no_such_symbol'" }, { e:symbol("no_such_symbol") })
   end)
 
+  it("finds the symbols stripped from libc in its debug file, by build id", function()
+    local e = assert(elf.open(libc))
+    local id = sh("readelf -n " .. libc):match("Build ID: (%x+)")
+    if have_binutils then assert.equal(id, e.build_id) end
+    if not e.debug_file then pending("libc's debug file is not installed (make deps installs libc6-dbg)") return end
+    assert.equal(("/usr/lib/debug/.build-id/%s/%s.debug"):format(e.build_id:sub(1, 2), e.build_id:sub(3)), e.debug_file)
+    local sym = assert(e:symbol("_int_malloc"))             -- a local function, only in .symtab
+    assert.equal("local", sym.bind)
+    assert.equal("_int_malloc", e:symbol_at(sym.value + 1).name)
+    -- of aliases at one address, the name perf gives: malloc, not __libc_malloc
+    assert.equal("malloc", e:symbol_at(assert(e:symbol("__libc_malloc")).value).name)
+  end)
+
   it("refuses files that are not ELF", function()
     local tmp = os.tmpname()
     local f = io.open(tmp, "w"); f:write("#!/bin/sh\n"); f:close()

@@ -88,4 +88,28 @@ describe("perf.fs", function()
   it("names the machine as uname -m does", function()
     assert.equal(H.sh("uname -m"):gsub("\n$", ""), fs.machine())
   end)
+
+  it("writes a file whole or not at all: a file size limit leaves what was there", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir .. " && chmod 777 " .. dir))
+    local path = dir .. "/out.txt"
+    local f = assert(io.open(path, "w"))
+    f:write("before\n")
+    f:close()
+    -- 2 blocks of 512 bytes at most; SIGXFSZ ignored, so write(2) fails with EFBIG
+    local out = H.run_lua(([[
+      local fs = require "perf.fs"
+      print(fs.write_atomic(%q, string.rep("x", 100000)))
+      print(fs.write_atomic(%q, "small\n"))
+    ]]):format(path, dir .. "/small.txt"), "trap '' XFSZ; ulimit -f 2;")
+    local listing = H.sh("ls " .. dir)
+    local kept = H.read_file(path)
+    local small = H.read_file(dir .. "/small.txt")
+    os.execute("rm -rf " .. dir)
+    assert.matches("^nil\t" .. path:gsub("%p", "%%%0") .. ": File too large\t27\ntrue\n$", out)
+    assert.equal("before\n", kept)
+    assert.equal("small\n", small)
+    assert.equal("out.txt\nsmall.txt\n", listing)      -- no temporary file left
+  end)
 end)

@@ -210,6 +210,33 @@ function H.fd_count()
   return n
 end
 
+-- A detached tmux session `name` (on a server of its own) running `cmd`
+-- in a fresh directory: returns the tmux command prefix and the directory.
+-- `cmd` is formatted with the tree's root, the interpreter and the
+-- directory (twice).
+function H.tmux_session(name, size, cmd)
+  local work = os.tmpname()
+  os.remove(work)
+  assert(os.execute("mkdir -p " .. work))
+  local tmux = ("env -u LD_PRELOAD tmux -L perf-lua-%s-%d "):format(name, H.PID)
+  cmd = cmd:format(H.root, H.example, work, work)
+  assert(os.execute(("%snew-session -d -s %s %s %s"):format(tmux, name, size, "'" .. cmd:gsub("'", "'\\''") .. "'")))
+  return tmux, work
+end
+
+-- The line the session's shell wrote to `work`/status (at most 10 s).
+function H.wait_status(work)
+  for _ = 1, 50 do
+    local f = io.open(work .. "/status")
+    if f then
+      local status = f:read("l")
+      f:close()
+      return status
+    end
+    os.execute("sleep 0.2")
+  end
+end
+
 -- Runs `code` (a Lua chunk) in a fresh interpreter with the in-tree paths,
 -- under `shell_prefix` (e.g. "ulimit -n 16;"), returning its stdout.
 function H.run_lua(code, shell_prefix, dir)

@@ -132,6 +132,11 @@ describe("perf.nearest", function()
       assert.equal(" (did you mean 'ab'?)", nearest.hint("ax", { "ad", "ac", "ab" }, 1))
     end)
 
+    it("takes a name that starts with a candidate of 4 letters or more as its abbreviation", function()
+      assert.equal(" (did you mean 'freq'?)", nearest.hint("frequency", { "freq", "period", "event" }))
+      assert.equal("", nearest.hint("identifier", { "id" }))   -- too short to stand for it
+    end)
+
     it("is empty when nothing is close", function()
       assert.equal("", nearest.hint("zzzzzzzz", { "cpu-clock", "task-clock" }))
       assert.equal("", nearest.hint("a", {}))

@@ -72,16 +72,26 @@ end
 
 -- Runs fn with the allocator failing after n allocations for each n of
 -- points(): fn raises or returns nil, message on failure. Asserts what a
--- failed try leaves; returns the number of failed tries.
+-- failed try leaves; returns the number of failed tries. After each try
+-- Lua code runs with the limit still in place: whatever fn left armed (a
+-- hook) would run there and, needing memory, raise outside any pcall.
 local function survives(fn)
   assert(fn())                    -- loads what it needs once, outside the test
   local before = state()
   local total = allocations(fn)
   local failed = 0
+  local hook = debug.gethook()
   for _, n in ipairs(points(total)) do
     mem.arm(n)
     local ok, res, msg = pcall(fn)
+    -- instructions that allocate nothing (no call either: a failed pcall
+    -- may have freed the CallInfos a call would reuse)
+    local x = 0
+    for i = 1, 1000 do x = x + i % 3 end
     mem.disarm()
+    assert.equal(1000, x)
+    assert.equal(hook, debug.gethook(), ("a hook is left after %d allocations of %d"):format(n, total))
+    assert.is_false(core.profile_running(), ("a profiler runs after %d allocations of %d"):format(n, total))
     if not ok or not res then
       local err = ok and msg or res
       err = type(err) == "function" and err() or tostring(err)

@@ -62,9 +62,10 @@ describe("perf.core.perfdata_open", function()
     local f = assert(io.open(path, "w"))
     f:write(string.rep("x", 200))
     f:close()
-    local ok, why = core.perfdata_open(path)
+    local ok, why, format_errno = core.perfdata_open(path)
     assert.is_nil(ok)
-    assert.equal(('perf.data.open "%s": not a perf.data file (no PERFILE2 magic at offset 0)'):format(path), why)
+    assert.equal(('perf.data.open "%s": not a perf.data file (no PERFILE2 magic at offset 0x0)'):format(path), why)
+    assert.equal(22, format_errno)                    -- EINVAL: a file in no format this reads
   end)
 
   with_perf("closes idempotently and says so", function()

@@ -114,3 +114,31 @@ describe("prof:diff", function()
     H.assert_has("cannot tell the format", select(2, pcall(d.write, d, "x.png")))
   end)
 end)
+
+describe("prof:diff with a base read back from folded stacks", function()
+  -- get allocates; called by name in one run, only by a tail call in the other
+  local function get(n) return { n } end
+  local function tail(n) return get(n) end
+  local GET = debug.getinfo(get, "S")
+
+  it("gives one function one name, though one run had no name for it", function()
+    local base = assert(perf.profile(function() local t = {} for i = 1, 200 do t[i] = get(i) end return t end,
+      { mode = "alloc", period = 64 }))
+    local now = assert(perf.profile(function() local t = {} for i = 1, 200 do t[i] = tail(i) end return t end,
+      { mode = "alloc", period = 64 }))
+    local unnamed = ("<%s:%d>"):format(GET.short_src, GET.linedefined)
+    H.assert_has(unnamed, now:folded())                -- a tail call names nothing
+    local d = now:diff(require("perf.profile_diff").folded(base:folded(), "bytes"))
+    local found = false
+    for _, l in ipairs(d:lines()) do
+      assert.not_equal(unnamed, l.name)
+      if l.source == GET.short_src and l.line == GET.linedefined then
+        found = true
+        assert.equal("get", l.name)
+      end
+    end
+    assert.is_true(found)
+    assert.is_nil(d:folded():find(unnamed, 1, true), d:folded())
+    assert.is_nil(d:report(50):find(unnamed, 1, true))
+  end)
+end)

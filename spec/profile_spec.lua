@@ -209,6 +209,7 @@ describe("perf.profile", function()
     end
     H.assert_has("function expected, got nil", err(nil))
     H.assert_has("unknown option 'evnt' (did you mean 'event'?)", err(print, { evnt = "cpu-clock" }))
+    H.assert_has("unknown option 'frequency' (did you mean 'freq'?)", err(print, { frequency = 99 }))
     H.assert_has("give freq or period, not both", err(print, { freq = 10, period = 10 }))
     H.assert_has("freq must be a positive integer", err(print, { freq = 0 }))
     H.assert_has("unknown event", err(print, { event = "no-such-event" }))
@@ -515,5 +516,53 @@ describe("perf-lua profile", function()
       H.assert_has("no hardware PMU", out)
       assert.matches("exit 1\n$", out)
     end
+  end)
+end)
+
+describe("perf.profile's reports", function()
+  -- two openat calls at two lines of one function
+  local function two_lines()
+    io.open("/dev/null"):close()
+    io.open("/dev/null"):close()
+  end
+  local SRC = debug.getinfo(two_lines, "S")
+
+  it("never charge the profiler's own code: starting and stopping it allocate outside the profile", function()
+    local function work() local t = {} for j = 1, 50 do t[j] = { j } end return t end
+    local prof = assert(perf.profile(work, { mode = "alloc", period = 1 }))
+    local folded = prof:folded()
+    -- one frame, work's, in every stack
+    for line in folded:gmatch("[^\n]+") do
+      assert.matches("^[^;]* %(spec/profile_spec%.lua:%d+%) %d+$", line, folded)
+    end
+    for _, f in ipairs(prof:functions()) do
+      assert.is_nil(f.source:find("perf/profile", 1, true), folded)
+    end
+  end)
+
+  with_tracefs("say '1 more line', not '1 more lines'", function()
+    local prof = assert(perf.profile(two_lines, { event = OPENAT }))
+    assert.equal(2, #prof:lines())
+    local report = prof:report(1)
+    H.assert_has("\n  ... 1 more line\n", report)
+  end)
+
+  with_tracefs("in speedscope: a function is one frame, its lines frames of their own, the unit the profile's", function()
+    local prof = assert(perf.profile(two_lines, { event = OPENAT }))
+    local doc = require("dkjson").decode(prof:speedscope())
+    assert.equal("none", doc.profiles[1].unit)
+    local names = {}
+    for _, f in ipairs(doc.shared.frames) do names[#names + 1] = f.name end
+    table.sort(names)
+    local src = SRC.short_src
+    local fn = ("<%s:%d>"):format(src, SRC.linedefined)   -- called by pcall: no name
+    assert.same({ fn, src .. ":" .. (SRC.linedefined + 1), src .. ":" .. (SRC.linedefined + 2) }, names)
+    for _, f in ipairs(doc.shared.frames) do
+      if f.name == fn then assert.equal(SRC.linedefined, f.line) end
+    end
+    local alloc = assert(perf.profile(function() return { {}, {} } end, { mode = "alloc", period = 1 }))
+    assert.equal("bytes", require("dkjson").decode(alloc:speedscope()).profiles[1].unit)
+    local wall = assert(perf.profile(function() os.execute("sleep 0.05") end, { mode = "wall" }))
+    assert.equal("nanoseconds", require("dkjson").decode(wall:speedscope()).profiles[1].unit)
   end)
 end)

@@ -198,6 +198,13 @@ describe("perf.record", function()
       assert.equal(r.samples, m)
       assert.equal(H.sh("uname -n"):gsub("\n", ""), f.header.hostname)
       assert.same({ "perf-lua", "record", "ls", "/" }, f.header.cmdline)
+      -- another command line, as a front gives it
+      assert(perf.record({ "true" }, "syscalls:sys_enter_openat",
+                         { output = file, cmdline = { "my-tool", "-x", "true" } }))
+      local g <close> = assert(perf.data.open(file))
+      assert.same({ "my-tool", "-x", "true" }, g.header.cmdline)
+      assert.has_error(function() perf.record({ "true" }, "cpu-clock", { cmdline = "x" }) end,
+                       "perf.record: cmdline must be a list of strings")
     end)
 
     it("perf report shows the commands and DSOs a perf record of the same work shows", function()
@@ -289,6 +296,16 @@ describe("perf.record", function()
       assert.equal(max, f.attrs[1].attr.sample_freq)
     end)
 
+    it("keeps its whole command line in the header's cmdline, options too, as perf record", function()
+      local file = tmp("cmdline.data")
+      local out, how, code = example(("-n 3 -o %s -g -- true"):format(file))
+      assert.same({ "exit", 0 }, { how, code }, out)
+      local f <close> = assert(perf.data.open(file))
+      assert.same({ "perf-lua", "record", "-n", "3", "-o", file, "-g", "--", "true" }, f.header.cmdline)
+      local shown = H.sh(("%s report -i %s --header-only 2>/dev/null"):format(PERF, file))
+      H.assert_has(("# cmdline : perf-lua record -n 3 -o %s -g -- true"):format(file), shown)
+    end)
+
     it("exits as perf record: the command's status, or by the signal that ended it", function()
       local _, how, code = example("-n 1 -- sh -c 'kill -9 $$'")
       assert.same({ "signal", 9 }, { how, code })
@@ -296,6 +313,25 @@ describe("perf.record", function()
       assert.same({ "signal", 15 }, { how, code })
       _, how, code = example("-n 1 -- sh -c 'exit 3'")
       assert.same({ "exit", 3 }, { how, code })
+    end)
+
+    it("names libc's functions from its installed debug file, as perf report does", function()
+      if not have_perf then pending("needs perf") return end
+      local e = require("perf.elf").open(require("perf.uprobe").find_binary("libc.so.6"))
+      if not (e and e.debug_file) then pending("libc's debug file is not installed (make deps installs libc6-dbg)") return end
+      local file = tmp("malloc.data")
+      local out = example("-n 40 -o " .. file .. " -- " .. H.lua
+        .. " -e 'local t = {} for i = 1, 2e6 do t[i % 1000 + 1] = { i, tostring(i) } end'")
+      local theirs = H.sh(("%s report -i %s --stdio --no-children --sort dso,sym -g none 2>/dev/null"):format(PERF, file))
+      local rows = 0
+      for pct, name in out:match("by symbol:\n(.*)$"):gmatch("\n%s*([%d.]+)%%%s+%d+%s+libc%.so%.6%s+%[%.%] (%S+)") do
+        rows = rows + 1
+        assert.is_nil(name:match("^0x"), out)           -- every libc row is named
+        assert.matches("\n%s*" .. pct:gsub("%.", "%%.") .. "%%%s+libc%.so%.6%s+%[%.%] " .. name:gsub("%p", "%%%0") .. "\n",
+          theirs)
+      end
+      assert.is_true(rows >= 3, out)
+      H.assert_has("[.] _int_malloc\n", out)
     end)
 
     it("-o keeps the perf.data file for perf report; long DSO names keep the columns", function()
@@ -317,33 +353,6 @@ describe("perf.record", function()
   end)
 end)
 
--- A detached tmux session `name` (on a server of its own) running `cmd`
--- in a fresh directory: returns the tmux command prefix and the directory.
--- `cmd` is formatted with the tree's root, the interpreter and the
--- directory (twice).
-local function tmux_session(name, size, cmd)
-  local work = os.tmpname()
-  os.remove(work)
-  assert(os.execute("mkdir -p " .. work))
-  local tmux = ("env -u LD_PRELOAD tmux -L perf-lua-%s-%d "):format(name, H.PID)
-  cmd = cmd:format(H.root, H.example, work, work)
-  assert(os.execute(("%snew-session -d -s %s %s %s"):format(tmux, name, size, "'" .. cmd:gsub("'", "'\\''") .. "'")))
-  return tmux, work
-end
-
--- The line the session's shell wrote to `work`/status (at most 10 s).
-local function wait_status(work)
-  for _ = 1, 50 do
-    local f = io.open(work .. "/status")
-    if f then
-      local status = f:read("l")
-      f:close()
-      return status
-    end
-    os.execute("sleep 0.2")
-  end
-end
-
 describe("perf-lua record's progress", function()
   if H.sh("command -v tmux") == "" then
     it("needs tmux", function() pending("tmux is not installed (make test installs it)") end)
@@ -352,7 +361,7 @@ describe("perf-lua record's progress", function()
 
   it("shows samples and the file's size on a terminal, and nothing elsewhere", function()
     -- a command that keeps sampling for two seconds
-    local tmux, work = tmux_session("rec", "-x 150 -y 20",
+    local tmux, work = H.tmux_session("rec", "-x 150 -y 20",
       "cd %s && %s bin/perf-lua record -F 999 -o %s/p.data -- env -u LD_PRELOAD sh -c "
       .. "'end=$(($(date +%%s) + 2)); while [ $(date +%%s) -lt $end ]; do :; done'; "
       .. "echo \"exit $?\" > %s/status; sleep 60")
@@ -363,7 +372,7 @@ describe("perf-lua record's progress", function()
       seen = screen:match("%[ perf%-lua record: (%d+) samples, [%d.]+ MB " .. work:gsub("%p", "%%%0") .. "/p%.data %]")
       if seen and tonumber(seen) > 0 then break end
     end
-    local status = wait_status(work)
+    local status = H.wait_status(work)
     local screen = H.sh(tmux .. "capture-pane -p -S -200 -t rec")     -- with what scrolled off
     os.execute(tmux .. "kill-server 2>/dev/null")
     assert.are.equal("exit 0", status)
@@ -388,7 +397,7 @@ describe("perf-lua record on a terminal, ^C", function()
 
   it("writes and shows what was recorded, ends the command and exits by SIGINT, as perf", function()
     -- the shell traps ^C, so it goes on to write the status
-    local tmux, work = tmux_session("intr", "-x 150 -y 30",
+    local tmux, work = H.tmux_session("intr", "-x 150 -y 30",
       "trap : INT; cd %s && %s bin/perf-lua record -n 3 -o %s/p.data -- env -u LD_PRELOAD sh -c "
       .. "'while :; do :; done' record-intr-spec; echo \"exit $?\" > %s/status; sleep 60")
     local seen
@@ -398,7 +407,7 @@ describe("perf-lua record on a terminal, ^C", function()
       if seen and tonumber(seen) > 0 then break end
     end
     assert(os.execute(tmux .. "send-keys -t intr C-c"))
-    local status = wait_status(work)
+    local status = H.wait_status(work)
     local screen = H.sh(tmux .. "capture-pane -p -S -200 -t intr")
     os.execute(tmux .. "kill-server 2>/dev/null")
     local data = work .. "/p.data"

@@ -75,11 +75,13 @@ end
 local function source_lines(pid, src, cache)
   if cache[src] ~= nil then return cache[src] end
   local lines = false
-  if not src:match("^%[") and not src:match("^%.%.%.") then
-    local tries = src:sub(1, 1) == "/" and { ("/proc/%d/root%s"):format(pid, src), src }
-      or { ("/proc/%d/cwd/%s"):format(pid, src) }
-    for _, path in ipairs(tries) do
-      local f = io.open(path, "r")
+  -- a chunk loaded from a string named by its file, as lighttpd's mod_magnet names them
+  local path = src:match('^%[string "(/[^"]*)"%]$') or src
+  if not path:match("^%[") and not path:match("^%.%.%.") then
+    local tries = path:sub(1, 1) == "/" and { ("/proc/%d/root%s"):format(pid, path), path }
+      or { ("/proc/%d/cwd/%s"):format(pid, path) }
+    for _, try in ipairs(tries) do
+      local f = io.open(try, "r")
       if f then
         lines = {}
         for l in f:lines() do lines[#lines + 1] = l end
@@ -176,6 +178,9 @@ function M.profiler(perf, target, opts, level)
   local targets = targets_of(target, level + 1)
   local attr, name, freq, period = require("perf.profile").sampling_attr(perf, opts, level + 1)
   if not attr then return nil, name, freq end
+  -- as perf record does for a user the kernel keeps out: user space only
+  local user_only = not target_info.may_see_kernel()
+  if user_only then attr.exclude_kernel, attr.exclude_hv = true, true end
   local infos = {}
   for i, t in ipairs(targets) do
     local info, msg, errno = target_info.inspect(t.pid, t.tid)
@@ -184,7 +189,7 @@ function M.profiler(perf, target, opts, level)
     infos[i] = info
   end
   return setmetatable({ targets = targets, infos = infos, attr = attr, name = name,
-    freq = freq, period = period, stacks = {}, open = true,
+    freq = freq, period = period, stacks = {}, open = true, user_only = user_only,
     acc = { samples = 0, outside = 0, signals = 0, stop_ns = 0, reads = 0, threads = 0,
             stop_max_ns = 0 } }, Attached)
 end
@@ -214,6 +219,9 @@ local function note_of(self)
   end
   if a.outside > 0 then s = s .. ("; %d samples outside Lua code not charged"):format(a.outside) end
   if a.execed then s = s .. "; the target exec'd: sampling ended there" end
+  if self.user_only then
+    s = s .. "; user space only (exclude_kernel: perf_event_paranoid 2 without CAP_PERFMON)"
+  end
   return s
 end
 
@@ -264,9 +272,10 @@ function Attached:__tostring()
 end
 
 -- Waits for opts.duration seconds (or until the targets are gone), or
--- while opts.command runs; a SIGINT or SIGTERM ends the wait early.
--- Returns the signal that ended it, if one did.
-local function wait(p, opts)
+-- while opts.command runs; a SIGINT or SIGTERM ends the wait early (the
+-- waiter has blocked them since before the tracers started). Returns the
+-- signal that ended it, if one did.
+local function wait(p, opts, waiter)
   if opts.command then
     local child, msg, errno = core.spawn(opts.command)
     if not child then return nil, "perf.profile: " .. msg, errno end
@@ -278,10 +287,6 @@ local function wait(p, opts)
     if not res then return nil, "perf.profile: " .. msg, errno end
     return true, nil, res
   end
-  local tracer = p.running[1].handle:tracer()
-  local waiter, msg, errno = core.waiter(tracer)
-  if not waiter then return nil, msg, errno end
-  local waiter_ <close> = waiter
   local deadline = core.profile_now() + math.floor(opts.duration * 1e9)
   while not p:finished() do
     local left = (deadline - core.profile_now()) // 1000000
@@ -300,11 +305,19 @@ function M.profile(perf, target, opts)
   local p, msg, errno = M.profiler(perf, target, opts, 3)
   if not p then return nil, msg, errno end
   local p_ <close> = p
+  -- SIGINT and SIGTERM are taken from here on (a waiter on this process,
+  -- which never sees itself exit): they end the wait, not the profiler
+  local waiter
+  if not opts.command then
+    waiter, msg, errno = core.waiter(target_info.my_pid())
+    if not waiter then return nil, msg, errno end
+  end
+  local waiter_ <close> = waiter
   local ok
   ok, msg, errno = p:start()
   if not ok then return nil, msg, errno end
   local signo, status
-  ok, signo, status = wait(p, opts)
+  ok, signo, status = wait(p, opts, waiter)
   if not ok then
     p:close()
     return nil, signo, status

@@ -27,6 +27,8 @@ local function my_pid()
   return tonumber((slurp("/proc/self/stat") or ""):match("^(%d+)"))
 end
 
+M.my_pid = my_pid
+
 local function status_of(pid)
   local s = slurp(("/proc/%d/status"):format(pid))
   if not s then return nil end
@@ -135,8 +137,9 @@ function M.inspect(pid, tid)
   if not lua then
     if why == "gone" then return nil, ("no process %d: it is gone"):format(pid), E.ESRCH end
     if errno then
-      return nil, ("process %d (%s): its mappings cannot be read (%s): tracing it needs the rights "
-        .. "ptrace needs (the same user, or CAP_SYS_PTRACE)"):format(pid, comm, why), errno
+      local t = { pid = pid, comm = comm, tracer = tonumber(st.TracerPid) or 0,
+        uid = tonumber((st.Uid or ""):match("^%d+%s+(%d+)")) }
+      return nil, M.why(t, "reading /proc/" .. pid .. "/maps", E.EPERM, errno), errno
     end
     return nil, ("process %d (%s) runs no Lua 5.4: %s"):format(pid, comm, why), E.ENOEXEC
   end
@@ -157,16 +160,24 @@ local function has_cap(capeff, bit)
   return (v >> bit) & 1 == 1
 end
 
+--- whether this process may profile the kernel side of a process it
+-- traces: perf_event_paranoid below 2, or CAP_PERFMON / CAP_SYS_ADMIN
+function M.may_see_kernel()
+  local me = status_of(my_pid()) or {}
+  local paranoid = tonumber(slurp("/proc/sys/kernel/perf_event_paranoid") or "") or 2
+  return paranoid < 2 or has_cap(me.CapEff, CAP_PERFMON) or has_cap(me.CapEff, CAP_SYS_ADMIN)
+end
+
 --- why(target, what, errno) -> the message for a refusal of ptrace or
 -- perf_event_open: what was refused, why, what to do
-function M.why(t, what, errno)
+function M.why(t, what, errno, shown)
   local me = status_of(my_pid()) or {}
   local caps = me.CapEff
   local myuid = tonumber((me.Uid or ""):match("^%d+%s+(%d+)"))
   local scope = tonumber(slurp("/proc/sys/kernel/yama/ptrace_scope") or "")
-  local head = ("%s of process %d (%s) refused (%s)"):format(what, t.pid, t.comm, core.errno_name(errno))
+  local head = ("%s of process %d (%s) refused (%s)"):format(what, t.pid, t.comm, core.errno_name(shown or errno))
   local hint
-  if what == "ptrace" and errno == E.EPERM then
+  if what ~= "perf_event_open" and errno == E.EPERM then
     if t.tracer ~= 0 then
       local other = status_of(t.tracer) or {}
       hint = ("it is traced already, by process %d (%s): detach that first"):format(t.tracer, other.Name or "?")

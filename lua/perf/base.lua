@@ -92,6 +92,25 @@ local function no_group(flags)
   return false
 end
 
+-- perf's retry of an event that perf_event_paranoid refused for counting
+-- the kernel too (EACCES): the attr for user space only (exclude_kernel,
+-- exclude_hv), or nil when that is not the refusal (another errno, or
+-- user space is all it counts or excludes already).
+function M.user_only(attr, errno)
+  if errno ~= core.errno.EACCES or attr.exclude_kernel or attr.exclude_user then return nil end
+  local a = {}
+  for k, v in pairs(attr) do a[k] = v end
+  a.exclude_kernel, a.exclude_hv = true, true
+  return a
+end
+
+-- The name of an event opened for user space only: "cpu-clock:u" (a name
+-- with modifiers or a PMU's syntax is kept).
+function M.user_name(name)
+  if name:find("[:/]") then return name end
+  return name .. ":u"
+end
+
 -- Opens an event (`perf_event_open(2)`), disabled unless the attr says
 -- `disabled = false`; a group member opens enabled, so that enabling its
 -- leader starts it.

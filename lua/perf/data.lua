@@ -188,8 +188,17 @@ File.__index = File
 File.__name = "perf.data"
 
 --- Opens a perf.data file that perf record (or perf.record) wrote: a
--- normal file or a pipe-mode one, in this machine's byte order, its
--- records compressed (`perf record -z`) or not.
+-- normal file or a pipe-mode one (also from a pipe: `"/dev/stdin"`), the
+-- directory `perf record --threads` writes (or its `data` file), in this
+-- machine's byte order, its records compressed (`perf record -z`) or not.
+-- A regular file is mapped, not read.
+--
+-- A file cut or damaged is read up to the damage: `note` says what was cut
+-- or skipped and `stopped_at` where the records stop. A sample that read
+-- a group (leader sampling, `-e '{a,b}:S'`) is yielded once per member,
+-- as perf script shows it: that member's `event`, `id` and period (its
+-- value less the one read before; a member with a period of 0 is not
+-- yielded), `read` holding the whole group read.
 --
 -- The records of a compressed file are decompressed here, whole (they are
 -- one zstd stream, and a record may span two compressed records): what
@@ -198,32 +207,48 @@ File.__name = "perf.data"
 -- compressed records themselves are not yielded (`compressed` counts them).
 -- One compressed record may not hold more than the ring size the header's
 -- `compressed` feature gives (`mmap_len`, perf's own limit).
--- @string path the file
+-- @string path the file, or a `perf record --threads` directory
+-- @tparam[opt] table opts `split_groups = false`: samples that read a
+-- group come as written, once (the leader's)
 -- @treturn[1] File the file: `attrs` (list of `{ attr =, name =, ids = }`),
 -- `header` (the feature sections, decoded where plain; `header.compressed`
 -- is `{ type = "zstd", level =, ratio =, mmap_len =, version = }`),
--- `compressed` (how many compressed records the file has, 0 for none)
--- @return[2] nil, message naming the offset of what is wrong (truncated,
--- malformed, the other byte order, a compressed record that does not
--- decompress or decompresses to more than `mmap_len`), errno; a compressed
--- file where libzstd cannot be loaded gives `ENOENT` and what to install
+-- `compressed` (how many compressed records the file has, 0 for none),
+-- `note` (what was cut, damaged or skipped, or nil), `stopped_at` (the
+-- offset where the records stop before their end, or nil) and
+-- `stopped_file`, `directory` (true for `perf record --threads` output)
+-- and `files` (the paths read)
+-- @return[2] nil, message naming the offset (in hex) of what cannot be
+-- read at all (no header, the other byte order, attrs outside the file,
+-- an unknown compression), and `EINVAL` (22); `ENOMEM` when out of
+-- memory; the errno of open or read when the file cannot be read; a
+-- compressed file where libzstd cannot be loaded gives `ENOENT` and what
+-- to install
 -- @usage
 -- local f <close> = assert(perf.data.open "perf.data")
 -- for tid, ip in f:samples("tid", "ip") do print(tid, ip) end
-function M.open(path)
+function M.open(path, opts)
   if type(path) ~= "string" then
     error(("bad argument #1 to 'perf.data.open' (string expected, got %s)"):format(type(path)), 2)
   end
-  local h, msg, errno = core.perfdata_open(path)
+  if opts ~= nil and type(opts) ~= "table" then
+    error(("bad argument #2 to 'perf.data.open' (table expected, got %s)"):format(type(opts)), 2)
+  end
+  opts = opts or {}
+  require("perf.nearest").check_keys(opts, { "split_groups" }, "perf.data.open: unknown option", 2)
+  local h, msg, errno = core.perfdata_open(path, opts.split_groups ~= false)
   if not h then return nil, msg, errno end
   local info = h:info()
   local header, header_errors = {}, {}
   for bit, bytes in pairs(info.features) do
     local name = M.features[bit] or ("feature_" .. bit)
     local v, err = decode_feature(name, bytes)
+    -- printable at the prompt (API "Printing at the prompt")
+    if type(v) == "table" and getmetatable(v) == nil then core.show(v, "perf.data." .. name) end
     header[name] = v
     if err then header_errors[name] = err end
   end
+  core.show(header, "perf.data.header")
   -- names: event_desc (by ids), then event_update records, then the attr
   local by_id = {}
   if type(header.event_desc) == "table" then
@@ -245,14 +270,17 @@ function M.open(path)
       name = header.event_desc[i].name
     end
     name = name or attr_name(a.attr)
-    attrs[i] = { attr = a.attr, ids = a.ids, name = name }
+    attrs[i] = core.show({ attr = a.attr, ids = a.ids, name = name }, "perf.data.attr")
     names[i] = name
   end
+  core.show(attrs, "perf.data.attrs")
   h:set_names(names)
   return setmetatable({
     attrs = attrs, header = header, header_errors = header_errors,
     pipe = info.pipe, path = path, nrecords = info.nrecords, compressed = info.compressed,
     data_offset = info.data_offset, data_size = info.data_size, _h = h,
+    directory = info.dir, files = info.files, note = info.note,
+    stopped_at = info.stopped_at, stopped_file = info.stopped_file,
   }, File)
 end
 
@@ -304,9 +332,10 @@ File.__gc = File.close
 function File:__tostring()
   local names = {}
   for i, a in ipairs(self.attrs) do names[i] = a.name end
-  return ("perf.data %q (%s%s%s, %d records, events: %s)"):format(
-    self.path, self.pipe and "pipe mode" or "normal",
+  return ("perf.data %q (%s%s%s%s, %d records, events: %s)"):format(
+    self.path, self.pipe and "pipe mode" or self.directory and "directory" or "normal",
     self.compressed > 0 and ", compressed" or "",
+    self.stopped_at and ", cut: see f.note" or "",
     rawget(self, "_h") and "" or ", closed", self.nrecords, table.concat(names, ", "))
 end
 

@@ -126,12 +126,37 @@ function Writer:write_bytes(s)
   return put(self, s)
 end
 
+local function type_name(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and type(mt.__name) == "string" and mt.__name or type(v)
+end
+
+-- The rings `src` names: a ring, a list of rings, a perf.cpus set (its
+-- rings); anything else raises the API's message.
+local function rings_of(src)
+  local rings = src
+  if type(src) == "table" and src.rings then rings = src.rings
+  elseif type_name(src) == "perf.ring" then rings = { src }
+  elseif type(src) ~= "table" then rings = nil end
+  local bad, kind = nil, nil
+  if not rings then bad, kind = "a " .. type_name(src), type_name(src) end
+  for i, rb in ipairs(rings or {}) do
+    if type_name(rb) ~= "perf.ring" then
+      bad, kind = ("a %s as item %d"):format(type_name(rb), i), type_name(rb)
+      break
+    end
+  end
+  if bad then
+    error(("perf.data.writer: write takes a ring, a list of rings or a perf.cpus set, not %s%s")
+      :format(bad, kind == "perf.event" and " (ev:mmap() gives an event's ring)" or ""), 3)
+  end
+  return rings
+end
+
 --- w:write(ring_or_set) -> true | nil, msg, errno: drains the rings
 function Writer:write(src)
   check(self)
-  local rings = src
-  if type(src) == "table" and src.rings then rings = src.rings
-  elseif type(src) ~= "table" then rings = { src } end
+  local rings = rings_of(src)
   for _, rb in ipairs(rings) do
     -- from the mapping to the file, counted on the way (core.ring_write)
     local bytes, samples, lost = core.ring_write(rb, self.f)
@@ -165,6 +190,10 @@ end
 -- writes them for the processes it did not see start.
 function Writer:synthesize(pid)
   check(self)
+  if math.type(pid) ~= "integer" or pid <= 0 then
+    error(("perf.data.writer: synthesize takes the pid of a running process, not %s")
+      :format(type(pid) == "number" and tostring(pid) or type_name(pid)), 2)
+  end
   local a = self.attrs[1]
   local id = a.ids[1]
   local out = {}

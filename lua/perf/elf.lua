@@ -16,7 +16,11 @@ local M = {}
 local STT = { [0] = "notype", "object", "func", "section", "file", "common", "tls",
   [10] = "ifunc" }
 local STB = { [0] = "local", "global", "weak", [10] = "unique" }
-local SHT_SYMTAB, SHT_DYNSYM, PT_LOAD = 2, 11, 1
+local SHT_SYMTAB, SHT_DYNSYM, SHT_NOTE, PT_LOAD = 2, 11, 7, 1
+local NT_GNU_BUILD_ID = 3
+-- where distributions install the symbols stripped from a file, by its
+-- build id (.build-id/ab/cdef....debug), as perf and gdb look them up
+M.debug_dir = "/usr/lib/debug"
 
 local Elf = {}
 Elf.__index = Elf
@@ -26,6 +30,56 @@ local function read_at(fh, off, n)
   local s = fh:read(n)
   if not s or #s < n then return nil end
   return s
+end
+
+-- The GNU build id (NT_GNU_BUILD_ID note) of the file, as hex, in
+-- e.build_id (nil when it has none).
+local opening_debug = false          -- M.open of a debug file: no further look-up
+
+local function read_build_id(self)
+  for _, s in pairs(self.sections) do
+    if s.type == SHT_NOTE and s.size > 0 then
+      local body = read_at(self.fh, s.offset, s.size) or ""
+      local pos = 1
+      while pos + 12 <= #body do
+        local namesz, descsz, ntype = string.unpack(self.endian .. "I4I4I4", body, pos)
+        local name_at = pos + 12
+        local desc_at = name_at + ((namesz + 3) & ~3)
+        if ntype == NT_GNU_BUILD_ID and body:sub(name_at, name_at + 3) == "GNU\0" then
+          self.build_id = (body:sub(desc_at, desc_at + descsz - 1):gsub(".", function(c)
+            return ("%02x"):format(c:byte())
+          end))
+          return
+        end
+        pos = desc_at + ((descsz + 3) & ~3)
+      end
+    end
+  end
+end
+
+-- Adds the .symtab of the file's installed debug file (found by build id
+-- under M.debug_dir), for a file stripped of it: libc's local functions
+-- (_int_malloc) are named as perf report names them. Its symbols count
+-- virtual addresses as the file's own.
+local function load_debug_symbols(self)
+  local id = self.build_id
+  if #id < 3 then return end
+  local path = ("%s/.build-id/%s/%s.debug"):format(M.debug_dir, id:sub(1, 2), id:sub(3))
+  opening_debug = true
+  local ok, d = pcall(M.open, path)
+  opening_debug = false
+  if not ok or not d or d.build_id ~= id then return end
+  local syms = {}
+  for name, list in pairs(d.symbols) do
+    for _, sym in ipairs(list) do
+      if sym.from == "symtab" and not self.symbols[name] then
+        sym.from = "debug"
+        syms[name] = syms[name] or {}
+        table.insert(syms[name], sym)
+      end
+    end
+  end
+  self.debug_symbols, self.debug_file = syms, path
 end
 
 --- Opens and indexes an ELF file. Returns the object, or nil, message and
@@ -95,16 +149,20 @@ function M.open(path)
   end
   e.fh = fh
   local ok, msg = pcall(e.load_symbols, e)
+  if ok then ok, msg = pcall(read_build_id, e) end
   fh:close()
   e.fh = nil
   if not ok then return nil, path .. ": " .. tostring(msg), 8 end
+  if not e.has_symtab and e.build_id and not opening_debug then load_debug_symbols(e) end
   return e
 end
 
 --- An indexed ELF file (`perf.elf.open`).
 -- @type Elf
 
---- Reads .symtab and .dynsym into e.symbols (name -> list of symbols).
+--- Reads .symtab and .dynsym into e.symbols (name -> list of symbols);
+-- a file without .symtab whose debug file is installed gets that file's
+-- in e.debug_symbols (`symbol` and `symbol_at` look there too).
 -- @return nothing
 function Elf:load_symbols()
   self.symbols = {}
@@ -115,6 +173,7 @@ function Elf:load_symbols()
       local strs = link and read_at(self.fh, link.offset, link.size) or ""
       local body = read_at(self.fh, s.offset, s.size) or ""
       local from = s.type == SHT_DYNSYM and "dynsym" or "symtab"
+      if s.type == SHT_SYMTAB then self.has_symtab = true end
       for pos = 1, #body - symsize + 1, symsize do
         local name_off, info, shndx, value, size
         if self.bits == 64 then
@@ -156,11 +215,12 @@ local rank = { global = 1, weak = 2, unique = 3, ["local"] = 4 }
 -- @treturn[1] table `{ name, value, size, type, bind, offset }`
 -- @return[2] nil, message
 function Elf:symbol(name)
-  local list = self.symbols[name]
+  local debug = self.debug_symbols or {}
+  local list = self.symbols[name] or debug[name]
   if not list then
     -- versioned names ("getenv@@GLIBC_2.2.5") are looked up without the version
     local base = name:match("^([^@]+)@")
-    list = base and self.symbols[base]
+    list = base and (self.symbols[base] or debug[base])
   end
   if not list then return nil, ("%s has no symbol '%s'"):format(self.path, name) end
   local best
@@ -196,14 +256,30 @@ end
 function Elf:symbol_at(vaddr)
   if not self.sorted then
     local list = {}
-    for _, syms in pairs(self.symbols) do
-      for _, sym in ipairs(syms) do
-        if sym.size > 0 and (sym.type == "func" or sym.type == "object") then
-          list[#list + 1] = sym
+    for _, t in ipairs { self.symbols, self.debug_symbols or {} } do
+      for _, syms in pairs(t) do
+        for _, sym in ipairs(syms) do
+          if sym.size > 0 and (sym.type == "func" or sym.type == "object") then
+            list[#list + 1] = sym
+          end
         end
       end
     end
-    table.sort(list, function(a, b) return a.value < b.value end)
+    -- of symbols at one address (aliases), the one perf names last:
+    -- not weak, global, fewer leading underscores, then the longest name
+    local function pref(s)
+      return (s.bind ~= "weak" and 8 or 0) + (s.bind == "global" and 4 or 0),
+        -#s.name:match("^_*"), #s.name
+    end
+    table.sort(list, function(a, b)
+      if a.value ~= b.value then return a.value < b.value end
+      local a1, a2, a3 = pref(a)
+      local b1, b2, b3 = pref(b)
+      if a1 ~= b1 then return a1 < b1 end
+      if a2 ~= b2 then return a2 < b2 end
+      if a3 ~= b3 then return a3 < b3 end
+      return a.name > b.name
+    end)
     self.sorted = list
   end
   local list, lo, hi = self.sorted, 1, #self.sorted

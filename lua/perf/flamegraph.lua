@@ -14,7 +14,8 @@
 --
 -- speedscope: https://www.speedscope.app/file-format-schema.json, one
 -- "sampled" profile whose samples are stacks of frame indices, root first,
--- weighted by sample counts (unit "none": counts of the event).
+-- weighted by sample counts (unit "none": counts of the event) or by the
+-- profile's nanoseconds or bytes.
 
 local M = {}
 
@@ -204,7 +205,9 @@ local function json_string(s)
 end
 
 -- fg.speedscope(stacks, opts) -> JSON text. stacks: list of { frames =
--- { {name =, file =, line =}, ... root first }, count = }; opts.name.
+-- { {name =, file =, line =}, ... root first }, count = }; opts.name,
+-- opts.unit (speedscope's: "nanoseconds", "bytes", ...; default "none",
+-- counts of an event).
 function M.speedscope(stacks, opts)
   opts = opts or {}
   local frames, index = {}, {}
@@ -239,7 +242,7 @@ function M.speedscope(stacks, opts)
     '"name":', json_string(name), ',\n',
     '"activeProfileIndex":0,\n',
     '"shared":{"frames":[\n', table.concat(fs, ",\n"), '\n]},\n',
-    '"profiles":[{"type":"sampled","name":', json_string(name), ',"unit":"none",',
+    '"profiles":[{"type":"sampled","name":', json_string(name), ',"unit":', json_string(opts.unit or "none"), ',',
     '"startValue":0,"endValue":', tostring(total), ',\n',
     '"samples":[', table.concat(samples, ","), '],\n',
     '"weights":[', table.concat(weights, ","), ']}]}\n',

@@ -70,6 +70,58 @@ function M.machine()
   return machine_name
 end
 
+-- A name for a new file beside `path` (the same directory, so renaming
+-- it to `path` stays on one file system) that does not exist yet.
+function M.temporary_name(path)
+  for _ = 1, 100 do
+    local name = ("%s.tmp%06x"):format(path, math.random(0, 0xffffff))
+    if not M.exists(name) then return name end
+  end
+  return path .. ".tmp"
+end
+
+-- A message about `tmp` (the name write_atomic used) told about `path`.
+local function about(msg, tmp, path)
+  return (tostring(msg):gsub(tmp:gsub("%p", "%%%0"), (path:gsub("%%", "%%%%"))))
+end
+
+-- Writes `text` to the file `path` whole or not at all: into a new file
+-- beside it, renamed over `path` once written and closed (a full disk or
+-- a file size limit fail the write or the close); on any failure the new
+-- file is removed and `path` is left as it was. true, or nil, message,
+-- errno.
+function M.write_atomic(path, text)
+  local tmp = M.temporary_name(path)
+  local f, msg, errno = io.open(tmp, "wb")
+  if not f then return nil, about(msg, tmp, path), errno end
+  local ok
+  ok, msg, errno = f:write(text)
+  if ok then
+    ok, msg, errno = f:close()
+  else
+    f:close()
+  end
+  if ok then ok, msg, errno = os.rename(tmp, path) end
+  if not ok then
+    os.remove(tmp)
+    msg = about(msg, tmp, path)
+    if not msg:find(path, 1, true) then msg = path .. ": " .. msg end
+    return nil, msg, errno
+  end
+  return true
+end
+
+-- Whether a file can be made at `path` (its directory exists and takes
+-- new files): true, or nil, message, errno. Nothing is left behind.
+function M.can_create(path)
+  local tmp = M.temporary_name(path)
+  local f, msg, errno = io.open(tmp, "wb")
+  if not f then return nil, about(msg, tmp, path), errno end
+  f:close()
+  os.remove(tmp)
+  return true
+end
+
 -- Whether `path` is a directory.
 function M.isdir(path)
   local f = io.open(path .. "/.", "r")

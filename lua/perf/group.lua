@@ -21,7 +21,7 @@ local base = require "perf.base"
 
 local M = {}
 
-local EINVAL, EACCES = core.errno.EINVAL, core.errno.EACCES
+local EINVAL = core.errno.EINVAL
 
 local FORMAT = core.attr_names("read_format")   -- name -> PERF_FORMAT_* bit
 
@@ -111,10 +111,9 @@ local function open_one(e, target, opts, notes)
     if not attr then return nil, probe, perr end
   end
   local ev, msg, errno = core.open(attr, target, e.name)
-  if not ev and errno == EACCES and opts.user_fallback and not attr.exclude_kernel then
-    local a = copy(attr)
-    a.exclude_kernel, a.exclude_hv = true, true
-    ev = core.open(a, target, e.name)
+  local user = not ev and opts.user_fallback and base.user_only(attr, errno)
+  if user then
+    ev = core.open(user, target, e.name)
     if ev then
       notes[#notes + 1] = ("%s: kernel-mode counting is not permitted here "
         .. "(perf_event_paranoid); counting user space only"):format(ev:name())

@@ -179,6 +179,18 @@ local lazy = {
     return function(opts) return profile.profiler(perf, opts) end
   end,
   data = function() return require "perf.data" end,
+  exporter = function()
+    local exporter = require "perf.exporter"
+    return function(opts) return exporter.new(perf, opts) end
+  end,
+  serve = function()
+    local serve = require "perf.serve"
+    return function(opts) return serve.serve(perf, opts) end
+  end,
+  server = function()
+    local serve = require "perf.serve"
+    return function(opts) return serve.new(perf, opts) end
+  end,
   record = function()
     local record = require "perf.record"
     return function(argv, events, opts) return record.record(perf, argv, events, opts) end

@@ -12,9 +12,10 @@
 --   p:start() ... local prof = p:stop()
 --
 -- The C side (csrc/profile.c) charges each overflow of the event to the
--- Lua stack that was running and keeps samples by stack; this module
--- opens the event, follows coroutines while profiling, and turns the
--- stacks into functions, lines, folded stacks and reports.
+-- Lua stack that was running (the running coroutine, found at the
+-- overflow, under the lines that resumed it) and keeps samples by stack;
+-- this module opens the event and turns the stacks into functions,
+-- lines, folded stacks and reports.
 
 local core = require "perf.core"
 local nearest = require "perf.nearest"
@@ -24,6 +25,9 @@ local M = {}
 local OPTION_KEYS = { event = true, freq = true, period = true, native = true, mode = true,
   counters = true }
 local DEFAULT_FREQ = 999
+-- Each sample is a signal and a hook call (several microseconds here): far
+-- above this rate the signals alone take the CPU and the program stalls.
+local MAX_FREQ = 20000
 local RING_PAGES = 64                   -- ring pages for native call chains, counters
 local NATIVE_DEPTH = 64                 -- user frames the kernel records
 
@@ -58,9 +62,27 @@ local function by_frequency(attr)
   return false
 end
 
+-- Syscall tracepoints and the overflow signal (csrc/signal.c): a blocking
+-- call interrupted by the signal of its own entry is restarted by the
+-- kernel and fires its entry again, which the handler keeps from being a
+-- sample ("entry"; "ioctl" for events that fire on the ioctl it makes for
+-- that too). Every signal handler returns through rt_sigreturn, a syscall
+-- (whose exit has id -1: it undoes the syscall number): raw_syscalls leave
+-- it out, the program's own too.
+local function syscall_sampling(name)
+  local tp = name:match("^[%w_]+:[%w_]+") or name
+  if tp:match("^syscalls:sys_%a+_rt_sigreturn$") then
+    error(("perf.profile: %s fires on every return from the profiler's own signal handler: profile it with perf-lua record instead"):format(tp), 4)
+  end
+  if tp == "raw_syscalls:sys_enter" then return "ioctl", true end
+  if tp == "raw_syscalls:sys_exit" then return nil, true end
+  if tp == "syscalls:sys_enter_ioctl" then return "ioctl" end
+  if tp:match("^syscalls:sys_enter_") then return "entry" end
+end
+
 -- The sampling event of opts.event (default cpu-clock) with opts.freq or
 -- opts.period, or the event's own, or the default for its kind: attr,
--- name, freq, period; or nil, message, errno. Raises at `level` for a
+-- name, freq, period, note (a capped frequency); or nil, message, errno. Raises at `level` for a
 -- malformed event.
 function M.sampling_attr(perf, opts, level)
   local ok, attr, name, extra = pcall(perf.attr, opts.event or "cpu-clock")
@@ -80,50 +102,18 @@ function M.sampling_attr(perf, opts, level)
   else
     period = 1
   end
+  local note
+  if freq and freq > MAX_FREQ then
+    note = ("sampling at %d Hz, not %d: each sample is a signal, and faster the signals take the CPU")
+      :format(MAX_FREQ, freq)
+    freq = MAX_FREQ
+  end
   if freq then
     attr.freq, attr.sample_freq, attr.sample_period = true, freq, nil
   else
     attr.freq, attr.sample_freq, attr.sample_period = nil, nil, period
   end
-  return attr, name, freq, period
-end
-
--- Syscall tracepoints and the overflow signal (csrc/signal.c): a blocking
--- call interrupted by the signal of its own entry is restarted by the
--- kernel and fires its entry again, which the handler keeps from being a
--- sample ("entry"; "ioctl" for events that fire on the ioctl it makes for
--- that too). Every signal handler returns through rt_sigreturn, a syscall
--- (whose exit has id -1: it undoes the syscall number): raw_syscalls leave
--- it out, the program's own too.
-local function syscall_sampling(name)
-  local tp = name:match("^[%w_]+:[%w_]+") or name
-  if tp:match("^syscalls:sys_%a+_rt_sigreturn$") then
-    error(("perf.profile: %s fires on every return from the profiler's own signal handler: profile it with perf-lua record instead"):format(tp), 4)
-  end
-  if tp == "raw_syscalls:sys_enter" then return "ioctl", true end
-  if tp == "raw_syscalls:sys_exit" then return nil, true end
-  if tp == "syscalls:sys_enter_ioctl" then return "ioctl" end
-  if tp:match("^syscalls:sys_enter_") then return "entry" end
-end
-
--- ---- following coroutines while profiling ----
-
-local colib = package.loaded.coroutine or coroutine
-
-local function follow_coroutines(p)
-  local saved = { resume = colib.resume, wrap = colib.wrap }
-  saved.my_resume = core.profile_resume(saved.resume)
-  saved.my_wrap = core.profile_wrap(colib.create, saved.resume)
-  colib.resume, colib.wrap = saved.my_resume, saved.my_wrap
-  p.saved = saved
-end
-
-local function unfollow_coroutines(p)
-  local saved = p.saved
-  if not saved then return end
-  if colib.resume == saved.my_resume then colib.resume = saved.resume end
-  if colib.wrap == saved.my_wrap then colib.wrap = saved.wrap end
-  p.saved = nil
+  return attr, name, freq, period, note
 end
 
 -- ---- the profiler handle ----
@@ -154,6 +144,7 @@ function M.profiler(perf, opts)
   end
   opts = check_options(opts)
   local modes = require "perf.profile_modes"
+  M.own_code(modes.open)                -- its Extra:start and stop run while sampling
   local mode = modes.check(opts)
   local cattrs, cnames, cerrno
   if opts.counters ~= nil then
@@ -172,8 +163,9 @@ function M.profiler(perf, opts)
   if mode ~= "cpu" or opts.event == "timer" then   -- alloc, off-cpu, wall, timer
     return handle(modes.open(perf, opts))
   end
-  local attr, name, freq, period = M.sampling_attr(perf, opts, 4)
+  local attr, name, freq, period, note = M.sampling_attr(perf, opts, 4)
   if not attr then return nil, name, freq end
+  local notes = { note }
   local sample_type = {}
   if opts.native then
     sample_type[#sample_type + 1] = "callchain"
@@ -191,6 +183,15 @@ function M.profiler(perf, opts)
   if #sample_type > 0 then attr.sample_type = sample_type end
   attr.name = name
   local ev, msg, errno = perf.open(attr)
+  -- refused for counting the kernel too (perf_event_paranoid): user space
+  -- only, as perf retries
+  local user = not ev and require("perf.base").user_only(attr, errno)
+  local uev = user and perf.open(user)
+  if uev then
+    ev, name = uev, require("perf.base").user_name(name)
+    notes[#notes + 1] = ("kernel-mode sampling is not permitted here (perf_event_paranoid %s): user space only")
+      :format(tostring(perf.capabilities().paranoid))
+  end
   if not ev and modes.timer_replaces(attr, errno, opts) then
     return handle(modes.timer(freq or math.max(1, 1000000000 // period),
       ("%s refused (%s): a CPU-time timer samples instead"):format(name, msg:match("%((E%u+)%)") or errno)))
@@ -200,7 +201,7 @@ function M.profiler(perf, opts)
   ok, msg, errno = ev:notify()
   if ok and unsigreturn then ok, msg, errno = ev:set_filter(("id != %d && id != -1"):format(core.SYS_rt_sigreturn)) end
   if not ok then ev:close() return nil, msg, errno end
-  local p = setmetatable({ event = ev, name = name, freq = freq,
+  local p = setmetatable({ event = ev, name = name, freq = freq, note = notes[1] and table.concat(notes, "; "),
     period = period, native = opts.native and true or false, restarts = restarts }, Profiler)
   if cattrs then
     p.counters, msg, errno = modes.join(perf, ev, cattrs, cnames)
@@ -218,14 +219,36 @@ local function check_open(p)
   if not p.state then error("attempt to use a closed perf profiler", 3) end
 end
 
+-- Stops what start started, in the reverse order (sampling first); never
+-- raises.
+local function stop_parts(self)
+  -- before the disable: the handler must not re-enable the event after it
+  if self.restarts then core.signal_restarts(self.event, nil) end
+  self.state:stop()
+  if self.extra then self.extra:stop() end
+  if self.counters then self.counters:stop() end
+end
+
 -- Counters whose values ride in the samples take their base before the
--- sampling event (their leader) is enabled, and stop after it.
-local function start(self, level, extra)
+-- sampling event (their leader) is enabled, and stop after it. Sampling
+-- starts last and stops first: the profiler's own code runs outside it.
+-- A start that fails (out of memory) leaves nothing running.
+local function start_parts(self, level, extra)
   if self.counters then self.counters:start() end
   if self.restarts then core.signal_restarts(self.event, self.restarts) end
-  self.state:start(level, extra)
   if self.extra then self.extra:start() end
-  follow_coroutines(self)
+  local _, why = self.state:start(level, extra)
+  self.followed = why
+end
+
+-- level, extra: frames not charged, as st:start counts them with this
+-- function as level 1 (start_parts is two levels deeper: pcall, it)
+local function start(self, level, extra)
+  local ok, err = pcall(start_parts, self, level and level + 2, extra)
+  if not ok then
+    stop_parts(self)
+    error(err, 0)
+  end
 end
 
 function Profiler:start()
@@ -242,7 +265,8 @@ function Profiler:profile()
   for k, v in pairs(stacks) do copy[k] = v end
   local meta = { samples = samples, lost = lost, event = self.name,
     freq = self.freq, period = self.period, native = self.native,
-    mode = self.mode, unit = self.unit, note = self.note }
+    mode = self.mode, unit = self.unit,
+    note = self.note and self.followed and (self.note .. "; " .. self.followed) or self.note or self.followed }
   if self.extra and self.extra.annotate then self.extra:annotate(meta) end
   if self.counters then self.counters:annotate(meta) end
   return M.new(copy, meta)
@@ -250,12 +274,7 @@ end
 
 function Profiler:stop()
   check_open(self)
-  if self.extra then self.extra:stop() end
-  -- before the disable: the handler must not re-enable the event after it
-  if self.restarts then core.signal_restarts(self.event, nil) end
-  self.state:stop()
-  if self.counters then self.counters:stop() end
-  unfollow_coroutines(self)
+  stop_parts(self)
   return self:profile()
 end
 
@@ -270,7 +289,6 @@ function Profiler:close()
   if not self.state then self:close_events() return true end
   self.state:close()
   if self.extra then self.extra:close() end
-  unfollow_coroutines(self)
   self:close_events()
   self.state = nil
   return true
@@ -340,6 +358,8 @@ end
 -- print(perf.profile(function() os.execute "sleep 0.2" end, { mode = "wall" }))
 -- @function profile
 
+-- pcall(fn, ...)'s results, packed (under perf.profile's pcall: packing
+-- may fail too); fn is called by pcall so that it keeps no name of ours
 function M.profile(perf, fn, opts, ...)
   local mt = getmetatable(fn)
   if type(fn) == "table" and not (type(mt) == "table" and mt.__call) then
@@ -355,13 +375,31 @@ function M.profile(perf, fn, opts, ...)
   local ok, p, msg, errno = pcall(M.profiler, perf, opts)
   if not ok then error(perf.strip_position(p), 2) end
   if not p then return nil, msg, errno end
-  -- frames from the root up to this one, and pcall's, are not charged
-  start(p, 2, 1)
-  local results = table.pack(pcall(fn, ...))
-  local prof = p:stop()
+  local ran, prof, results = pcall(M.run, p, nil, fn, ...)
   p:close()
+  if not ran then error(prof, 0) end
   if not results[1] then error(results[2], 0) end
   return prof, table.unpack(results, 2, results.n)
+end
+
+-- M.run(p, handler, fn, ...) -> profile, results: one call of fn under the
+-- stopped profiler p, as perf.profile makes it (xpcall with the message
+-- handler `handler`, pcall without); results as table.pack gives pcall's.
+-- For perf-lua profile, which keeps p to stop it where the script exits.
+-- Stops p before anything else runs (table.pack's allocation would be
+-- charged in mode alloc), then packs the results.
+local function stop_with(p, ...)
+  local prof = p:stop()
+  return prof, table.pack(...)
+end
+
+function M.run(p, handler, fn, ...)
+  -- frames from the root up to this one (level 3 of start: start, pcall,
+  -- this), and the pcall or xpcall above fn, are not charged
+  local started, err = pcall(start, p, 3, 1)
+  if not started then error(err, 0) end
+  if handler then return stop_with(p, xpcall(fn, handler, ...)) end
+  return stop_with(p, pcall(fn, ...))
 end
 
 -- ---- the profile ----
@@ -436,6 +474,18 @@ local function function_key(f)
   return f.kind .. ":" .. (f.source or "") .. ":" .. f.name
 end
 
+-- The sources of the profiler's own code (as the stack keys name them:
+-- debug.getinfo's short_src): a sample taken while it ran (starting,
+-- stopping, a wrapper of perf-lua profile) is the program's below it.
+local OWN = {}
+
+-- Marks the file of `fn` (default: of the function calling it) as the
+-- profiler's own code.
+function M.own_code(fn)
+  OWN[debug.getinfo(fn or 2, "S").short_src] = true
+end
+M.own_code()
+
 -- M.new(stacks, meta) -> profile: stacks maps the C side's keys to counts
 function M.new(raw, meta)
   local prof = setmetatable({ samples = meta.samples, lost = meta.lost, event = meta.event,
@@ -453,7 +503,7 @@ function M.new(raw, meta)
       elseif f and f.running then                   -- in functions()' Totals only
         running = running or {}
         running[#running + 1] = f
-      elseif f then
+      elseif f and not (f.kind == "lua" and OWN[f.source]) then
         table.insert(frames, 1, f)                  -- root first
       end
     end
@@ -513,7 +563,7 @@ local function frame_label(f)
   elseif f.kind == "elided" then
     s = f.name
   elseif f.kind == "c" then
-    s = f.name .. " [C]"
+    s = f.name == "[gc]" and f.name or f.name .. " [C]"   -- a collector step
   else
     s = f.name
   end
@@ -627,24 +677,45 @@ function Profile:svg()
   })
 end
 
--- prof:speedscope() -> speedscope's JSON file format
+-- speedscope's unit of a profile's weights
+local SPEEDSCOPE_UNIT = { nanoseconds = "nanoseconds", bytes = "bytes" }
+
+-- prof:speedscope() -> speedscope's JSON file format. A Lua function is
+-- one frame (its name, file and the line defining it), so its samples at
+-- different lines stay one function in the sandwich view; the line a
+-- sample ran comes as a frame of its own under the innermost function.
 function Profile:speedscope()
   local stacks = {}
   for i, s in ipairs(self.stacks) do
     local frames = {}
     for j, f in ipairs(s.frames) do
-      frames[j] = { name = frame_label(f), line = f.kind == "lua" and f.line or nil,
-        file = f.kind ~= "c" and f.source or nil }
+      if f.kind == "lua" then
+        frames[j] = { name = f.name, file = f.source, line = f.linedefined }
+      else
+        frames[j] = { name = frame_label(f), file = f.kind ~= "c" and f.source or nil }
+      end
     end
+    local leaf = leaf_lua(s)
+    if leaf then frames[#frames + 1] = { name = ("%s:%d"):format(leaf.source, leaf.line), file = leaf.source, line = leaf.line } end
     if #frames == 0 then frames[1] = { name = "[unknown]" } end
     stacks[i] = { frames = frames, count = s.count }
   end
-  return require("perf.flamegraph").speedscope(stacks, { name = self:sampling() })
+  return require("perf.flamegraph").speedscope(stacks, { name = self:sampling(),
+    unit = SPEEDSCOPE_UNIT[self.unit] })
 end
 
 local FORMATS = { folded = true, svg = true, speedscope = true, pprof = true }
 local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg", json = "speedscope",
   pprof = "pprof", ["pb.gz"] = "pprof" }
+
+-- M.format_of(path) -> the format prof:write gives `path` by its
+-- extension, or nil and why not.
+function M.format_of(path)
+  local ext = path:match("%.(pb%.gz)$") or path:match("%.([%w]+)$")
+  local format = ext and BY_EXTENSION[ext:lower()]
+  if format then return format end
+  return nil, ("cannot tell the format from '%s': name it (\"folded\", \"svg\", \"speedscope\" or \"pprof\") or use .folded, .svg, .json or .pb.gz"):format(path)
+end
 
 -- prof:write(path [, format]) -> true | nil, message, errno
 function Profile:write(path, format)
@@ -652,11 +723,9 @@ function Profile:write(path, format)
     error(("prof:write: path expected, got %s"):format(type(path)), 2)
   end
   if format == nil then
-    local ext = path:match("%.(pb%.gz)$") or path:match("%.([%w]+)$")
-    format = ext and BY_EXTENSION[ext:lower()]
-    if not format then
-      error(("prof:write: cannot tell the format from '%s': name it (\"folded\", \"svg\", \"speedscope\" or \"pprof\") or use .folded, .svg, .json or .pb.gz"):format(path), 2)
-    end
+    local why
+    format, why = M.format_of(path)
+    if not format then error("prof:write: " .. why, 2) end
   elseif not FORMATS[format] then
     local names = { "folded", "svg", "speedscope", "pprof" }
     error(("prof:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), names)), 2)
@@ -666,11 +735,7 @@ function Profile:write(path, format)
   elseif format == "svg" then text = self:svg()
   elseif format == "pprof" then text = require("perf.pprof").file(self)
   else text = self:speedscope() end
-  local f, msg, errno = io.open(path, "wb")
-  if not f then return nil, "prof:write: " .. msg, errno end
-  local ok
-  ok, msg, errno = f:write(text)
-  f:close()
+  local ok, msg, errno = require("perf.fs").write_atomic(path, text)
   if not ok then return nil, "prof:write: " .. msg, errno end
   return true
 end
@@ -714,7 +779,7 @@ function Profile:report(max)
     local where = f.source == "[C]" and "[C]" or ("%s:%d"):format(f.source, f.line)
     add("  %s  %s  %s  (%s)", percent(f.self, total), percent(f.total, total), f.name, where)
   end
-  if #fns > max then add("  ... %d more functions", #fns - max) end
+  if #fns > max then add("  ... %d more function%s", #fns - max, #fns - max == 1 and "" or "s") end
   add("#")
   add("#    Self  Line")
   local lines = self:lines()
@@ -722,7 +787,7 @@ function Profile:report(max)
     local l = lines[i]
     add("  %s  %s:%d  %s", percent(l.count, total), l.source, l.line, l.name)
   end
-  if #lines > max then add("  ... %d more lines", #lines - max) end
+  if #lines > max then add("  ... %d more line%s", #lines - max, #lines - max == 1 and "" or "s") end
   if self.counter_names then out[#out + 1] = require("perf.profile_modes").counter_report(self, lines, max) end
   return table.concat(out, "\n") .. "\n"
 end

@@ -48,10 +48,57 @@ local function check_profile(p, what)
   end
 end
 
+local Folded = { __name = "perf.profile.folded" }
+Folded.__index = Folded
+
+-- A function that only a tail call or C code called has no name in a run
+-- ("<source:line it is defined at>"), and its name in another: one name
+-- for both sides. From the profile: the function each source line is in,
+-- and the names; from the base's frames ("name (source:line)"), the name
+-- of a function the profile left unnamed. Returns the base and a copy of
+-- the profile, renamed.
+local function one_name(base, prof)
+  local fn_of, name_of = {}, {}          -- "source:line" -> function key; key -> name
+  for _, s in ipairs(prof.stacks or {}) do
+    for _, f in ipairs(s.frames) do
+      if f.kind == "lua" then
+        local key = f.source .. ":" .. f.linedefined
+        fn_of[f.source .. ":" .. f.line] = key
+        if f.name:sub(1, 1) ~= "<" then name_of[key] = f.name end
+      end
+    end
+  end
+  local text = base.text
+  for name, src, line in text:gmatch("([^;\n]-) %(([^;\n]+):(%-?%d+)%)") do
+    local key = fn_of[src .. ":" .. line]
+    if key and not name_of[key] and name:sub(1, 1) ~= "<" then name_of[key] = name end
+  end
+  local renamed = text:gsub("<([^;\n>]+:%-?%d+)> %(", function(key)
+    return name_of[key] and (name_of[key] .. " (") or nil
+  end)
+  local copy = setmetatable({}, getmetatable(prof))
+  for k, v in pairs(prof) do copy[k] = v end
+  copy.stacks = {}
+  for i, s in ipairs(prof.stacks or {}) do
+    local frames = {}
+    for j, f in ipairs(s.frames) do
+      local key = f.kind == "lua" and f.source .. ":" .. f.linedefined
+      if key and f.name:sub(1, 1) == "<" and name_of[key] then
+        frames[j] = setmetatable({ name = name_of[key] }, { __index = f })
+      else
+        frames[j] = f
+      end
+    end
+    copy.stacks[i] = setmetatable({ frames = frames }, { __index = s })
+  end
+  return M.folded(renamed, base.unit), copy
+end
+
 -- M.new(base, prof) -> diff
 function M.new(base, prof)
   check_profile(base, "base")
   check_profile(prof, "the profile")
+  if getmetatable(base) == Folded and prof.stacks then base, prof = one_name(base, prof) end
   if (base.unit or "samples") ~= (prof.unit or "samples") then
     error(("prof:diff: the profiles count different things (%s and %s)")
       :format(base.unit or "samples", prof.unit or "samples"), 3)
@@ -114,9 +161,6 @@ local function leaf_line(stack)
   end
 end
 
-local Folded = { __name = "perf.profile.folded" }
-Folded.__index = Folded
-
 function Folded:folded() return self.text end
 
 function Folded:lines()
@@ -134,6 +178,27 @@ function Folded:lines()
     end
   end
   return list
+end
+
+-- M.check_folded(text) -> true | nil, what the text is instead: whether
+-- it holds folded stacks M.folded reads ("frame;frame;... count" lines,
+-- at least one), not another of the profile's formats or another file.
+function M.check_folded(text)
+  if text:sub(1, 2) == "\31\139" then return nil, "a gzip file (pprof's .pb.gz?), not folded stacks" end
+  if text:match("^%s*<") then return nil, "an XML file (an SVG flame graph?), not folded stacks" end
+  if text:match("^%s*[{%[]") then return nil, "a JSON file (speedscope's?), not folded stacks" end
+  local n, lineno = 0, 0
+  for line in (text .. "\n"):gmatch("(.-)\r?\n") do
+    lineno = lineno + 1
+    if line ~= "" then
+      if not line:match("^.*[^%s] %d+$") then
+        return nil, ("line %d is not a folded stack ('frame;frame;... count'): %s"):format(lineno, line:sub(1, 60))
+      end
+      n = n + 1
+    end
+  end
+  if n == 0 then return nil, "no stacks in it" end
+  return true
 end
 
 -- M.folded(text [, unit]) -> a base for prof:diff from the folded stacks
@@ -161,7 +226,7 @@ function Diff:report(max)
     add("  %6.2f%%  %6.2f%%  %+6.2f  %s:%d  %s", 100 * share(l.base, self.base_total),
       100 * share(l.count, self.total), l.change, l.source, l.line, l.name or "?")
   end
-  if #lines > max then add("  ... %d more lines", #lines - max) end
+  if #lines > max then add("  ... %d more line%s", #lines - max, #lines - max == 1 and "" or "s") end
   return table.concat(out, "\n") .. "\n"
 end
 
@@ -202,17 +267,24 @@ end
 local FORMATS = { "folded", "svg" }
 local BY_EXTENSION = { folded = "folded", txt = "folded", svg = "svg" }
 
+-- M.format_of(path) -> the format d:write gives `path` by its extension,
+-- or nil and why not.
+function M.format_of(path)
+  local ext = path:match("%.([%w]+)$")
+  local format = ext and BY_EXTENSION[ext:lower()]
+  if format then return format end
+  return nil, ("cannot tell the format from '%s': name it (\"folded\" or \"svg\") or use .folded or .svg"):format(path)
+end
+
 -- d:write(path [, format]) -> true | nil, message, errno
 function Diff:write(path, format)
   if type(path) ~= "string" then
     error(("diff:write: path expected, got %s"):format(type(path)), 2)
   end
   if format == nil then
-    local ext = path:match("%.([%w]+)$")
-    format = ext and BY_EXTENSION[ext:lower()]
-    if not format then
-      error(("diff:write: cannot tell the format from '%s': name it (\"folded\" or \"svg\") or use .folded or .svg"):format(path), 2)
-    end
+    local why
+    format, why = M.format_of(path)
+    if not format then error("diff:write: " .. why, 2) end
   elseif not BY_EXTENSION[format] then
     error(("diff:write: unknown format '%s'%s"):format(tostring(format), nearest.hint(tostring(format), FORMATS)), 2)
   end
@@ -222,11 +294,7 @@ function Diff:write(path, format)
   else
     text = self:svg()
   end
-  local f, msg, errno = io.open(path, "wb")
-  if not f then return nil, "diff:write: " .. msg, errno end
-  local ok
-  ok, msg, errno = f:write(text)
-  f:close()
+  local ok, msg, errno = require("perf.fs").write_atomic(path, text)
   if not ok then return nil, "diff:write: " .. msg, errno end
   return true
 end

@@ -58,6 +58,13 @@ local function switches(perf)
   local ev, msg, errno = perf.open { type = "software", config = "context-switches",
     sample_period = 1, sigtrap = true, remove_on_exec = true, sig_data = sig_data,
     name = "context-switches" }
+  if not ev and (errno == core.errno.EACCES or errno == core.errno.EPERM) then
+    -- context-switches:u counts none: a switch happens in the kernel
+    return nil, ("perf.profile: off-CPU and wall time need the kernel's context switches, which "
+      .. "perf_event_paranoid %s refuses this user: run with CAP_PERFMON (or paranoid <= 1), "
+      .. "or profile CPU time (the default mode, cpu-clock:u for this user)")
+      :format(tostring(require("perf.capabilities").get().paranoid)), errno
+  end
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   local ok
   ok, msg, errno = ev:notify()
@@ -241,7 +248,13 @@ local function open_counters(perf, attrs, names, leader)
   for i, attr in ipairs(attrs) do
     local group = leader or events[1]
     if leader then attr.disabled = false end   -- enabled: the leader gates them
-    local ev, msg, errno = perf.open(attr, group and { group = group } or nil)
+    local target = group and { group = group } or nil
+    local ev, msg, errno = perf.open(attr, target)
+    -- refused for counting the kernel too (perf_event_paranoid): user
+    -- space only, as perf stat retries
+    local user = not ev and require("perf.base").user_only(attr, errno)
+    local uev = user and perf.open(user, target)
+    if uev then ev, names[i] = uev, require("perf.base").user_name(names[i]) end
     if not ev then return fail(msg, errno) end
     events[i] = ev
     names[i] = names[i] or ev:name()

@@ -23,7 +23,7 @@ local M = {}
 local OPTS = { stdin = true, stdout = true, stderr = true, inherit = true,
                all_cpus = true, cpus = true, freq = true, period = true,
                sample_type = true, callchain = true, output = true, pages = true,
-               on_progress = true }
+               on_progress = true, cmdline = true }
 local DEFAULT_FREQ = 999
 local BASE_SAMPLE_TYPE = { "identifier", "ip", "tid", "time", "cpu", "period" }
 
@@ -49,6 +49,11 @@ local function check_opts(opts)
   if opts.freq and opts.period then error("perf.record: give freq or period, not both", 3) end
   if opts.on_progress ~= nil and type(opts.on_progress) ~= "function" then
     error(("perf.record: on_progress must be a function, got %s"):format(type(opts.on_progress)), 3)
+  end
+  if opts.cmdline ~= nil then
+    local ok = type(opts.cmdline) == "table"
+    for _, a in ipairs(ok and opts.cmdline or {}) do ok = ok and type(a) == "string" end
+    if not ok then error("perf.record: cmdline must be a list of strings", 3) end
   end
 end
 
@@ -134,7 +139,9 @@ end
 -- `pages` (ring pages per CPU, default as perf record: perf_event_mlock_kb's worth, 128), `stdin`/`stdout`/`stderr`,
 -- `on_progress` (called with `{ samples =, lost =, bytes =, output = }`
 -- each time the rings were read while the command runs, at least every
--- 200 ms; `bytes` is the file's size so far, with `output`)
+-- 200 ms; `bytes` is the file's size so far, with `output`), `cmdline`
+-- (the header's cmdline, a list of strings, as perf keeps its own command
+-- line there; default `{ "perf-lua", "record", argv... }`)
 -- @treturn table `samples`, `lost`, `status` (exit code or signal name),
 -- `signal`, `elapsed` (ns), `output`, `events`, `pid` (the command's);
 -- `interrupted` (and `interrupted_signo`) names the SIGINT or SIGTERM that
@@ -167,6 +174,11 @@ function M.record(perf, argv, events, opts)
     local spec, name = spec_of(perf, e, opts, i == 1)
     local set
     set, msg, errno = perf.cpus.open(spec, target)
+    -- refused for sampling the kernel too (perf_event_paranoid): user
+    -- space only, as perf record retries
+    local user = not set and not opts.all_cpus and require("perf.base").user_only(spec, errno)
+    local uset = user and perf.cpus.open(user, target)
+    if uset then set, name = uset, require("perf.base").user_name(name) end
     if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
     sets[#sets + 1], names[#names + 1] = set, name
     local ok
@@ -284,8 +296,11 @@ function M.record(perf, argv, events, opts)
   end
   if known then lost = math.max(lost, dropped) end
   if w then
-    local cmdline = { "perf-lua", "record" }
-    for _, a in ipairs(argv) do cmdline[#cmdline + 1] = a end
+    local cmdline = opts.cmdline
+    if not cmdline then
+      cmdline = { "perf-lua", "record" }
+      for _, a in ipairs(argv) do cmdline[#cmdline + 1] = a end
+    end
     ok, msg, errno = w:close(cmdline)
     w = nil
     if not ok then return fail(msg, errno) end

@@ -17,6 +17,7 @@ cli.commands = {
   { "top", "Live view of the hottest commands and functions on every CPU" },
   { "record", "Sample a command and show what was hot (writes perf.data with -o)" },
   { "profile", "Run a Lua script and show which functions and lines cause an event" },
+  { "serve", "Serve counters to Prometheus and profiles to pprof over HTTP" },
 }
 
 local function find(name)
@@ -109,6 +110,18 @@ function cli.count(name, args, i)
     cli.usage(name, ("%s takes a positive integer, not '%s'"):format(args[i], v))
   end
   return n, j
+end
+
+-- perf's limit on -F: above the kernel's maximum rate, the maximum, with
+-- perf's warning.
+function cli.max_freq(hz)
+  local max_rate = require("perf").capabilities().max_sample_rate
+  if not (max_rate and hz > max_rate) then return hz end
+  io.stderr:write(("warning: Maximum frequency rate (%d Hz) exceeded, throttling from %d Hz to %d Hz.\n"
+    .. "         The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate.\n"
+    .. "         The kernel will lower it when perf's interrupts take too long.\n")
+    :format(max_rate, hz, max_rate))
+  return max_rate
 end
 
 function cli.main_help()

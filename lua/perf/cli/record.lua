@@ -12,11 +12,14 @@
 -- runs (--all-cpus), -n shows the top N rows (default 10). Then it reads
 -- the file back and prints what was hot: samples per command/thread, per
 -- DSO and per symbol, as perf report does. User ips are named from the
--- files' symbol tables (perf.elf), kernel ips from /proc/kallsyms
+-- files' symbol tables (perf.elf; for a file stripped of .symtab, such as
+-- libc, its debug file in /usr/lib/debug/.build-id, as perf), kernel ips from /proc/kallsyms
 -- (perf.kallsyms). On a terminal, the samples so far and the file's size
 -- are shown while the command runs. -F above the kernel's maximum rate
 -- records at the maximum, with perf's warning; an event this machine
--- lacks is not supported (cycles falls back to cpu-clock, as in perf).
+-- lacks is not supported (cycles falls back to cpu-clock, as in perf);
+-- where perf_event_paranoid refuses sampling the kernel too, the command
+-- is sampled in user space only (cpu-clock:u), as perf record retries.
 -- ^C (or SIGTERM) stops the recording: the command is ended and what was
 -- recorded is written and shown. Exits as perf record: with the command's
 -- status, or by the signal that ended the command or the recording; 255
@@ -94,17 +97,11 @@ if os.execute("test -t 2") then
   end
 end
 -- perf's limit on -F: above the kernel's maximum rate, the maximum, said so
-local max_rate = perf.capabilities().max_sample_rate
-if opts.hz and max_rate and opts.hz > max_rate then
-  io.stderr:write(("warning: Maximum frequency rate (%d Hz) exceeded, throttling from %d Hz to %d Hz.\n"
-    .. "         The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate.\n"
-    .. "         The kernel will lower it when perf's interrupts take too long.\n")
-    :format(max_rate, opts.hz, max_rate))
-  opts.hz = max_rate
-end
+if opts.hz then opts.hz = require("perf.cli").max_freq(opts.hz) end
 local function record()
   return perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
-    callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress })
+    callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress,
+    cmdline = { "perf-lua", "record", table.unpack(arg) } })
 end
 local result, msg, errno = record()
 -- no such event here: cycles falls back to cpu-clock, as perf's does
@@ -257,7 +254,7 @@ local function report(title, t)
 end
 
 print(("%d samples of %s %s on %d CPUs over %.2f s, %d lost")
-  :format(samples, opts.event, rate, ncpus, ((t_last or 0) - (t_first or 0)) / 1e9, lost))
+  :format(samples, table.concat(result.events, ","), rate, ncpus, ((t_last or 0) - (t_first or 0)) / 1e9, lost))
 if opts.output then print(("written to %s (perf report -i %s)"):format(opts.output, opts.output)) end
 -- perf's exit: the signal that ended the command (or stopped the
 -- recording) is raised again in this process, else the command's status
