@@ -49,6 +49,8 @@ build = {
         "csrc/mount.c",
         "csrc/nearest.c",
         "csrc/perfdata.c",
+        "csrc/perfdata_load.c",
+        "csrc/perfdata_user.c",
         "csrc/process.c",
         "csrc/profile.c",
         "csrc/profile_alloc.c",
