@@ -162,6 +162,7 @@ local function stop_tracers(self)
         acc[k] = acc[k] + res[k]
       end
       acc.threads = acc.threads + res.threads
+      acc.open_failed = (acc.open_failed or 0) + res.open_failed
       acc.stop_max_ns = math.max(acc.stop_max_ns, res.stop_max_ns)
       acc.execed = acc.execed or res.execed ~= 0
       named(res.stacks, r.info.pid, r.info.locate, self.stacks)
@@ -219,6 +220,9 @@ local function note_of(self)
   end
   if a.outside > 0 then s = s .. ("; %d samples outside Lua code not charged"):format(a.outside) end
   if a.execed then s = s .. "; the target exec'd: sampling ended there" end
+  if (a.open_failed or 0) > 0 then
+    s = s .. ("; the event could not be opened on %d threads (not sampled)"):format(a.open_failed)
+  end
   if self.user_only then
     s = s .. "; user space only (exclude_kernel: perf_event_paranoid 2 without CAP_PERFMON)"
   end
