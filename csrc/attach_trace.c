@@ -24,9 +24,10 @@
 ** A SIGTRAP the target blocks cannot be taken and stays pending: see the
 ** docs. If the tracer itself were killed while a thread sat in a
 ** signal-delivery-stop for our SIGTRAP, the kernel's detach would deliver
-** it and end the target; this process ignores the signals a profiler gets
-** (SIGINT, SIGHUP, SIGPIPE, SIGTERM) and ends cleanly when the profiler
-** closes the control pipe or dies.
+** it and end the target; this process ignores SIGINT, SIGQUIT and SIGPIPE
+** (a ^C is the profiler's to act on), takes SIGTERM and SIGHUP as an order
+** to detach, and ends cleanly when the profiler closes the control pipe or
+** dies.
 */
 #include <errno.h>
 #include <dirent.h>
