@@ -112,7 +112,8 @@ const pl_proto *pl_proto_get(pl_luawalk *w, uint64_t p) {
 
 /* luaG_getfuncline: the line of instruction pc, -1 without line info. */
 int pl_proto_line(const pl_proto *pi, int pc) {
-  if (!pi->lineinfo || pc < 0 || pc >= pi->sizelineinfo) return -1;
+  if (!pi->lineinfo || pc >= pi->sizelineinfo) return -1;
+  if (pc < 0) return pi->linedefined;           /* not started: ldebug.c gives its first line */
   int basepc = -1, line = pi->linedefined;
   int lo = 0, hi = pi->sizeabslineinfo - 1;     /* last entry with .pc <= pc */
   while (lo <= hi) {
