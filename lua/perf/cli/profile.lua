@@ -196,7 +196,8 @@ local function run(o, p, chunk)
   local function exit(code, close)
     if code == nil or code == true then code = 0 elseif code == false then code = 1 end
     local ok, prof = pcall(p.stop, p)
-    if not ok then release() error(prof, 0) end
+    release()                           -- before anything allocates
+    if not ok then error(prof, 0) end
     finish(o, prof, { status = code, close = close })
   end
   local function execute(...)
@@ -218,7 +219,9 @@ local function run(o, p, chunk)
     _G.arg = args
     return require("perf.profile").run(p, handler, chunk, table.unpack(args, 1, #args))
   end)
-  if not ok then release() error(prof, 0) end        -- the profiler's own failure
+  -- released first: building the outcome below allocates, and may fail
+  release()
+  if not ok then error(prof, 0) end                  -- the profiler's own failure
   if results[1] then return finish(o, prof, { status = 0 }) end
   if interrupted then
     return finish(o, prof, { signo = SIGINT })
