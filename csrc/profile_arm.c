@@ -16,6 +16,7 @@
 ** Slots are claimed and released with atomics: the handler can interrupt
 ** the hook or stop at any point on the same OS thread, never the reverse.
 */
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -96,11 +97,26 @@ static void disarm(lua_State *L, slot *s) {
   }
 }
 
+/* Whether another overflow signal is already queued while this one is
+** handled: the overflows come faster than the locator reads memory (a
+** clock event at a high rate, a sanitizer build). Its signals are
+** realtime ones, queued while the handler runs; left to pile up they fill
+** the user's whole queue of pending signals (and then every process of
+** that user loses its timers and signals). Such overflows go to the
+** thread that started, without a search, until the queue drains. */
+static int saturated(void) {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return 0;
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+    if (sigismember(&pending, sig) == 1) return 1;
+  return 0;
+}
+
 void pl_arm_take(unsigned long n, const pl_lua_where *w) {
   if (n == 0 || !atomic_load(&A.running)) return;
   lua_State *R = NULL;
   int gc = 0;
-  if (A.located) {
+  if (A.located && !saturated()) {
     pl_lua_chain c;
     R = (lua_State *)pl_lua_locate(&A.loc, w, &c);
     gc = pl_lua_collecting(&A.loc);
