@@ -58,7 +58,7 @@ deps:
 
 test: deps
 	$(MAKE) all
-	$(BUSTED)
+	spec/run $(BUSTED)
 
 # A perf stat of a real command (its own output is dropped; the counts go
 # to standard error, as perf stat prints them).
@@ -84,7 +84,7 @@ asan: deps
 	LD_PRELOAD="$$ASAN_LIBS" \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	PERF_LUA_CPATH="build-asan/?.so" $(BUSTED)
+	PERF_LUA_CPATH="build-asan/?.so" spec/run $(BUSTED)
 
 build-asan/%.o: csrc/%.c $(HDRS)
 	@mkdir -p build-asan

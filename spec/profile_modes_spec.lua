@@ -35,9 +35,12 @@ describe("mode = 'alloc'", function()
     assert.equal("alloc", prof.mode)
     assert.equal(PERIOD, prof.period)
     assert.equal(0, prof.lost)
-    -- every byte is counted; those after the last sample are not charged
+    -- every byte is counted; those after the last sample are not charged.
+    -- Beside the 64 strings the line allocates a few KiB: the strings'
+    -- headers, and what the VM allocates on its first run (in a fresh
+    -- process 128 MiB + 4360 bytes)
     local at = line_of(prof, 40)
-    assert.is_true(at >= 128 * MiB - PERIOD and at <= 128 * MiB + 64 * 64, tostring(at))
+    assert.is_true(at >= 128 * MiB - PERIOD and at <= 128 * MiB + 16 * 1024, tostring(at))
     assert.is_true(prof.samples >= 256 and prof.samples <= 258, tostring(prof.samples))
     H.assert_has("allocated bytes, a sample every 524288 bytes", tostring(prof))
     H.assert_has("MiB charged", tostring(prof))
