@@ -27,7 +27,6 @@ typedef struct pl_lua_where {
   const uintptr_t *regs;
   int nregs;
   uintptr_t sp;                 /* 0: no stack */
-  uintptr_t pc;                 /* the interrupted instruction; 0: not a signal's */
 } pl_lua_where;
 
 typedef struct pl_lua_chain {

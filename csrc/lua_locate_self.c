@@ -130,7 +130,7 @@ void pl_lua_where_uc(const void *ucv, uintptr_t regs[PL_LUA_MAXREGS], pl_lua_whe
   const ucontext_t *uc = (const ucontext_t *)ucv;
   w->regs = regs;
   w->nregs = 0;
-  w->sp = w->pc = 0;
+  w->sp = 0;
   if (!uc) return;
 #if defined(__x86_64__)
   static const int which[] = { REG_RBX, REG_RBP, REG_R12, REG_R13, REG_R14, REG_R15,
@@ -138,10 +138,8 @@ void pl_lua_where_uc(const void *ucv, uintptr_t regs[PL_LUA_MAXREGS], pl_lua_whe
   for (size_t i = 0; i < sizeof which / sizeof which[0] && i < PL_LUA_MAXREGS; i++)
     regs[w->nregs++] = (uintptr_t)uc->uc_mcontext.gregs[which[i]];
   w->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-  w->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 #elif defined(__aarch64__)
   for (int i = 0; i < 31 && i < PL_LUA_MAXREGS; i++) regs[w->nregs++] = (uintptr_t)uc->uc_mcontext.regs[i];
   w->sp = (uintptr_t)uc->uc_mcontext.sp;
-  w->pc = (uintptr_t)uc->uc_mcontext.pc;
 #endif
 }

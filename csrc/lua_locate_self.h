@@ -21,7 +21,6 @@ void pl_lua_where_uc(const void *uc, uintptr_t regs[PL_LUA_MAXREGS], pl_lua_wher
 
 /* Where to search from the calling function: its stack. */
 #define pl_lua_where_here(w) \
-  ((w)->regs = NULL, (w)->nregs = 0, (w)->pc = 0, \
-   (w)->sp = (uintptr_t)__builtin_frame_address(0))
+  ((w)->regs = NULL, (w)->nregs = 0, (w)->sp = (uintptr_t)__builtin_frame_address(0))
 
 #endif

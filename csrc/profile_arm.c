@@ -44,11 +44,7 @@ static struct {
   int located;                  /* the locator works */
   pl_lua_locator loc;
   atomic_ulong unarmed;         /* overflows no slot could take */
-  struct {                      /* the last signal's context (same_context) */
-    int valid, nregs;
-    uintptr_t pc, sp, regs[PL_LUA_MAXREGS];
-    lua_State *R;               /* the thread found running then */
-  } last;
+  _Atomic(lua_State *) last;    /* the thread the last search found (unmoved) */
   slot slots[MAXARMED];
 } A;
 
@@ -102,34 +98,22 @@ static void disarm(lua_State *L, slot *s) {
   }
 }
 
-/* Back-to-back overflows: a signal queued while the previous one was
-** handled is delivered as soon as that handler returns, with the very
-** same interrupted context, so the thread running is the one found then.
-** Searching again would let overflows that come faster than the locator
-** reads memory (a clock event at a high rate, a sanitizer build) pile up:
-** their realtime signals are queued, and left to pile up they fill the
-** user's whole queue of pending signals (then every process of that user
-** loses its timers and signals). The check makes no system call: a
-** syscall tracepoint would fire on it (raw_syscalls, at period 1, for
-** ever). */
-static int same_context(const pl_lua_where *w) {
-  if (!w->pc || !A.last.valid || w->pc != A.last.pc || w->sp != A.last.sp ||
-      w->nregs != A.last.nregs)
-    return 0;
-  for (int i = 0; i < w->nregs; i++)
-    if (w->regs[i] != A.last.regs[i]) return 0;
-  return 1;
-}
-
-static void remember(const pl_lua_where *w, lua_State *R) {
-  A.last.valid = 0;
-  if (!w->pc) return;
-  A.last.pc = w->pc;
-  A.last.sp = w->sp;
-  A.last.nregs = w->nregs;
-  for (int i = 0; i < w->nregs; i++) A.last.regs[i] = w->regs[i];
-  A.last.R = R;
-  A.last.valid = 1;
+/* Overflows that come faster than the locator reads memory (a clock event
+** at a high rate, a sanitizer build): their realtime signals are queued
+** while the handler runs, and left to pile up they fill the user's whole
+** queue of pending signals (then every process of that user loses its
+** timers and signals). So one search per VM step: while the thread the
+** last search found has its overflows pending still (its hook has not run
+** a step since), the program has not moved from where that search looked,
+** and a new overflow goes to that thread without searching (missed: a C
+** function of it that makes the event fire and then resumes another
+** coroutine with lua_resume before returning). The check
+** makes no system call: a syscall tracepoint would fire on it (raw_syscalls,
+** at period 1, for ever). */
+static lua_State *unmoved(void) {
+  lua_State *R = atomic_load(&A.last);
+  slot *s = R ? slot_of(R) : NULL;
+  return s && atomic_load(&s->pending) > 0 ? R : NULL;
 }
 
 void pl_arm_take(unsigned long n, const pl_lua_where *w) {
@@ -137,12 +121,11 @@ void pl_arm_take(unsigned long n, const pl_lua_where *w) {
   lua_State *R = NULL;
   int gc = 0;
   if (A.located) {
-    if (same_context(w)) {
-      R = A.last.R;
-    } else {
+    R = unmoved();
+    if (!R) {
       pl_lua_chain c;
       R = (lua_State *)pl_lua_locate(&A.loc, w, &c);
-      remember(w, R);
+      atomic_store(&A.last, R ? R : A.base);
     }
     gc = pl_lua_collecting(&A.loc);
   }
@@ -200,7 +183,7 @@ const char *pl_arm_start(lua_State *L, lua_Hook hook, lua_CFunction running) {
   A.located = why == NULL;
   A.hook = hook;
   A.base = L;
-  A.last.valid = 0;
+  atomic_store(&A.last, NULL);
   atomic_store(&A.unarmed, 0);
   for (int i = 0; i < MAXARMED; i++) {
     atomic_store(&A.slots[i].L, NULL);
