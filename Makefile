@@ -81,10 +81,9 @@ ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 asan: deps
 	$(MAKE) build-asan/perf/core.so
 	ASAN_LIBS="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"; \
-	LD_PRELOAD="$$ASAN_LIBS" \
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	PERF_LUA_CPATH="build-asan/?.so" spec/run $(BUSTED)
+	PERF_LUA_CPATH="build-asan/?.so" spec/run env LD_PRELOAD="$$ASAN_LIBS" \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(BUSTED)
 
 build-asan/%.o: csrc/%.c $(HDRS)
 	@mkdir -p build-asan
