@@ -218,6 +218,12 @@ typedef struct diter {
   unsigned char fields[MAX_FIELDS];
   int done, reuse;
   pl_keyset keys;
+  /* f:records([t]) with a Lua filler (record_fill.c): 1 into t, 2 into
+  ** fresh tables; for t, the event and misc of the sample last filled in
+  ** C (last_attr -1: none such) */
+  int fill;
+  long last_attr;
+  uint16_t last_misc;
   /* a sample with PERF_SAMPLE_READ being yielded value by value */
   int group;
   uint64_t gi, gn;
@@ -378,6 +384,7 @@ static int iter_step(lua_State *L) {
   pl_record rec;
   if (it->group) {
     long a = next_member(f, it, &rec);
+    it->last_attr = -1;
     if (a >= 0) return yield(L, it, &rec, PL_DECODE_OK, NULL, a);
   }
   const dstream *s;
@@ -390,6 +397,7 @@ static int iter_step(lua_State *L) {
       if (type != PL_REC_SAMPLE) continue;
     } else if (type >= U_HEADER_ATTR) {
       int inner;
+      it->last_attr = -1;
       pl_data_push_user(L, p, size, pl_data_offset(f, s, at, &inner));
       return 1;
     }
@@ -412,6 +420,21 @@ static int iter_step(lua_State *L) {
       it->gat = at;
       a = next_member(f, it, &rec);
       if (a < 0) continue;
+    }
+    if (it->fill) {
+      int plain = status == PL_DECODE_OK && type == PL_REC_SAMPLE && rec.known && !why &&
+                  a >= 0 && pl_fill_fits(rec.layout->sample_type);
+      if (plain && it->fill == 2) {               /* a fresh table, made in Lua */
+        lua_pushinteger(L, a + 1);
+        lua_pushinteger(L, rec.misc);
+        return 2 + pl_fill_push(L, &rec);
+      }
+      if (plain && a == it->last_attr && rec.misc == it->last_misc) {
+        lua_pushinteger(L, a + 1);              /* t has its keys: the values */
+        return 1 + pl_fill_push(L, &rec);
+      }
+      it->last_attr = plain ? a : -1;
+      it->last_misc = rec.misc;
     }
     return yield(L, it, &rec, status, why, a);
   }
@@ -448,6 +471,34 @@ static diter *new_iter(lua_State *L, dfile *f, size_t nfixed) {
   return it;
 }
 
+/* Most events a file may have for f:records(t) to get a Lua filler. */
+#define FILL_ATTRS 64
+
+/* f:records([t]): the step on top replaced by the Lua filler of the
+** file's events (record_fill.c), where one of them has plain samples. */
+static void with_filler(lua_State *L, int reuse) {
+  diter *it = lua_touserdata(L, -2);
+  const dfile *f = it->f;
+  uint64_t types[FILL_ATTRS];
+  int any = 0;
+  if (it->nfields || f->nattrs > FILL_ATTRS) return;
+  for (size_t i = 0; i < f->nattrs; i++) {
+    types[i] = f->lays[i].sample_type;
+    any |= pl_fill_fits(types[i]);
+  }
+  if (!any) return;
+  if (reuse) lua_pushvalue(L, reuse);
+  else luaL_getmetatable(L, "perf.record");     /* show.c's, or nil */
+  lua_getiuservalue(L, 1, 1);                   /* the names, as the step has them */
+  int named = lua_type(L, -1) == LUA_TTABLE;
+  if (pl_fill_function(L, types, (int)f->nattrs, named, !reuse)) {
+    it->fill = reuse ? 1 : 2;
+    it->last_attr = -1;
+  } else {
+    lua_pop(L, 2);                              /* t, names: the step stays */
+  }
+}
+
 /* The generic for's values for the iterator on top: the step function
 ** (its upvalues: the iterator, the file's event names, the reused table
 ** at `reuse` or nil), the iterator, nil, and the iterator again to close. */
@@ -459,6 +510,7 @@ static int push_iter(lua_State *L, int reuse) {
   else lua_pushnil(L);
   lua_pushliteral(L, "event");
   lua_pushcclosure(L, iter_step, 4);
+  with_filler(L, reuse);
   lua_insert(L, it);
   lua_pushnil(L);
   lua_pushvalue(L, it + 1);

@@ -51,6 +51,8 @@ static const char *const cpumode_names[8] = {
   "unknown", "unknown",
 };
 
+const char *pl_cpumode_name(unsigned m) { return cpumode_names[m & 7]; }
+
 void pl_record_push_init(lua_State *L) {
   lua_createtable(L, S_RECORD_MT, 0);
   for (int k = 0; k < K_COUNT; k++) {

@@ -53,4 +53,26 @@ void pl_sample_field_push(lua_State *L, int f, const pl_record *r);
 
 #pragma GCC visibility pop
 
+/* The name of header misc m's cpumode ("kernel", "user", ...). */
+const char *pl_cpumode_name(unsigned m);
+
+/* ---- f:records([t]): samples filled from Lua (record_fill.c) ---- */
+
+/* The most values a plain sample has (pl_fill_push). */
+#define PL_FILL_MAX 11
+
+/* Whether samples of sample_type have plain values only. */
+int pl_fill_fits(uint64_t sample_type);
+
+/* Pushes the values of sample r (its layout fits) in the filler's order;
+** their count. */
+int pl_fill_push(lua_State *L, const pl_record *r);
+
+/* With step, t (or the records' metatable: fresh = 1) and the event
+** names (or nil: named = 0) on top, replaces them by the filler for the n
+** events of sample_types and returns 1; or leaves them and returns 0 when
+** it cannot be made. A fresh filler takes the header misc before the
+** values. */
+int pl_fill_function(lua_State *L, const uint64_t *sample_types, int n, int named, int fresh);
+
 #endif

@@ -58,6 +58,7 @@ build = {
         "csrc/profile_counters.c",
         "csrc/profile_time.c",
         "csrc/profile_timer.c",
+        "csrc/record_fill.c",
         "csrc/record_push.c",
         "csrc/ring.c",
         "csrc/ring_iter.c",

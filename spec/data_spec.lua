@@ -327,6 +327,39 @@ describe("perf.data", function()
       assert.is_true(n > 5)
     end)
 
+    it("a reused table holds, record by record, what records() gives (one event, two, callchains)", function()
+      -- samples after one of the same event and misc are refilled from Lua,
+      -- the rest from C: both must leave t as a fresh record is
+      local function copy(r)
+        local c = {}
+        for k, v in pairs(r) do c[k] = type(v) == "table" and copy(v) or v end
+        return c
+      end
+      for _, name in ipairs { "tp.data", "two.data", "clk.data" } do
+        local f <close> = assert(data.open(tmp(name)))
+        local want, mt = {}, nil
+        for r in f:records() do
+          want[#want + 1] = copy(r)
+          if r.type == "comm" then mt = getmetatable(r) end       -- made in C
+          if r.type == "sample" then                              -- made in Lua
+            assert.equal(mt, getmetatable(r))
+            assert.not_matches("^table: ", tostring(r))
+          end
+        end
+        assert.truthy(mt)
+        local t, i, runs, last = {}, 0, 0, nil
+        for r in f:records(t) do
+          i = i + 1
+          if r.type == "sample" then assert.equal(t, r) end
+          assert.same(want[i], copy(r), name .. " record " .. i)
+          if r.type == "sample" and last == r.event then runs = runs + 1 end
+          last = r.type == "sample" and r.event or nil
+        end
+        assert.equal(#want, i)
+        assert.is_true(runs > 3, name)        -- samples that followed one of their event
+      end
+    end)
+
     it("names the records perf adds itself", function()
       local f <close> = assert(data.open(tmp("tp.data")))
       local seen = {}
