@@ -568,21 +568,15 @@ void pl_open_perfdata(lua_State *L) {
     {"__gc", f_close}, {"__close", f_close}, {"__tostring", f_tostring},
     {NULL, NULL}
   };
-  luaL_newmetatable(L, PL_DATA_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
-  luaL_newmetatable(L, PL_DATA_ITER_MT);
-  lua_pushcfunction(L, iter_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, iter_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  lua_pushcfunction(L, l_open);
-  lua_setfield(L, -2, "perfdata_open");
-  lua_pushcfunction(L, l_attr);
-  lua_setfield(L, -2, "perfdata_attr");
-  lua_pushcfunction(L, l_scan);
-  lua_setfield(L, -2, "perfdata_scan");
+  static const luaL_Reg iter_meta[] = {
+    {"__close", iter_close}, {"__gc", iter_close}, {NULL, NULL}
+  };
+  static const luaL_Reg functions[] = {
+    {"perfdata_open", l_open}, {"perfdata_attr", l_attr}, {"perfdata_scan", l_scan},
+    {NULL, NULL}
+  };
+  pl_new_metatable(L, PL_DATA_MT, meta, methods);
+  pl_new_metatable(L, PL_DATA_ITER_MT, iter_meta, NULL);
+  lua_pop(L, 2);
+  luaL_setfuncs(L, functions, 0);
 }

@@ -588,17 +588,12 @@ static int c_wait(lua_State *L) {
   return 1;
 }
 
-/* child:close(): a child not started exits without running; one running is
-** killed; either is reaped. Idempotent. */
+/* child:close(), and __gc, __close: a child not started exits without
+** running; one running is killed; either is reaped. Idempotent. */
 static int c_close(lua_State *L) {
   destroy(test_child(L, 1));
   lua_pushboolean(L, 1);
   return 1;
-}
-
-static int c_gc(lua_State *L) {
-  destroy(test_child(L, 1));
-  return 0;
 }
 
 static int c_tostring(lua_State *L) {
@@ -618,19 +613,17 @@ static const luaL_Reg methods[] = {
 };
 
 static const luaL_Reg metamethods[] = {
-  {"__gc", c_gc}, {"__close", c_gc}, {"__tostring", c_tostring},
-  {"__index", NULL},
+  {"__gc", c_close}, {"__close", c_close}, {"__tostring", c_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg functions[] = {
+  {"spawn", l_spawn}, {"signal_name", l_signal_name},
   {NULL, NULL}
 };
 
 void pl_open_spawn(lua_State *L) {
-  luaL_newmetatable(L, PL_CHILD_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
+  pl_new_metatable(L, PL_CHILD_MT, metamethods, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_spawn);
-  lua_setfield(L, -2, "spawn");
-  lua_pushcfunction(L, l_signal_name);
-  lua_setfield(L, -2, "signal_name");
+  luaL_setfuncs(L, functions, 0);
 }
