@@ -30,7 +30,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "perfdata.h"
+#include "perfdata_file.h"
 
 #define PL_DATA_ITER_MT "perf.data.iter"
 #define ATTR_SIZE_VER0 64                     /* PERF_ATTR_SIZE_VER0 */
@@ -173,35 +173,6 @@ static int f_set_names(lua_State *L) {
   lua_settop(L, 2);
   lua_setiuservalue(L, 1, 1);
   return 0;
-}
-
-/* ---- finding a record's attr ---- */
-
-id_entry *pl_data_id(const dfile *f, uint64_t id) {
-  size_t lo = 0, hi = f->nids;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (f->ids[mid].id < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < f->nids && f->ids[lo].id == id ? &f->ids[lo] : NULL;
-}
-
-long pl_data_attr(const dfile *f, const unsigned char *p, size_t size, const char **why) {
-  *why = NULL;
-  if (f->nattrs == 0) { *why = "the file describes no event"; return -1; }
-  if (f->nattrs == 1) return 0;
-  if (pl_u32at(p) != PL_REC_SAMPLE && !f->lays[0].sample_id_all) return 0;
-  uint64_t id;
-  if (!pl_record_id(&f->set, p, size, &id)) {
-    *why = "record carries no id to tell which event wrote it";
-    return -1;
-  }
-  if (id == 0) return 0;
-  const id_entry *e = pl_data_id(f, id);
-  if (e) return (long)e->attr;
-  *why = "record id matches no event of this file";
-  return -1;
 }
 
 /* ---- iterators ---- */

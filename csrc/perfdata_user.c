@@ -7,7 +7,7 @@
 */
 #include <string.h>
 
-#include "perfdata.h"
+#include "perfdata_file.h"
 
 #define ATTR_SIZE_VER0 64                     /* PERF_ATTR_SIZE_VER0 */
 
