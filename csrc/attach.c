@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "perf_core.h"
-#include "attach.h"
+#include "attach_parts.h"
 
 #define PL_ATTACH_MT "perf.attach"
 
