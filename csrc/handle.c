@@ -10,7 +10,7 @@
 void pl_new_metatable(lua_State *L, const char *name, const luaL_Reg *meta,
                       const luaL_Reg *methods) {
   int n = 0;
-  if (!luaL_newmetatable(L, name)) return;  /* made already: the module loaded again */
+  if (!luaL_newmetatable(L, name)) return;  /* made already (show.c asks again) */
   luaL_setfuncs(L, meta, 0);
   if (!methods) return;
   while (methods[n].name) n++;
