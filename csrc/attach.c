@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "perf_core.h"
-#include "attach.h"
+#include "attach_parts.h"
 
 #define PL_ATTACH_MT "perf.attach"
 
@@ -247,15 +247,11 @@ static int a_stop(lua_State *L) {
   return 1;
 }
 
+/* a:close(), and __gc, __close */
 static int a_close(lua_State *L) {
   release(to_attach(L, 1));
   lua_pushboolean(L, 1);
   return 1;
-}
-
-static int a_gc(lua_State *L) {
-  release(to_attach(L, 1));
-  return 0;
 }
 
 static int a_tostring(lua_State *L) {
@@ -285,17 +281,15 @@ static const luaL_Reg methods[] = {
 };
 
 static const luaL_Reg meta[] = {
-  { "__gc", a_gc }, { "__close", a_gc }, { "__tostring", a_tostring }, { NULL, NULL }
+  { "__gc", a_close }, { "__close", a_close }, { "__tostring", a_tostring }, { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "attach_start", l_attach_start }, { "attach_layout", l_attach_layout }, { NULL, NULL }
 };
 
 void pl_open_attach(lua_State *L) {
-  luaL_newmetatable(L, PL_ATTACH_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
+  pl_new_metatable(L, PL_ATTACH_MT, meta, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_attach_start);
-  lua_setfield(L, -2, "attach_start");
-  lua_pushcfunction(L, l_attach_layout);
-  lua_setfield(L, -2, "attach_layout");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach.h"
+#include "attach_parts.h"
 
 struct pl_key_slot {
   char *key;                    /* NULL: empty */

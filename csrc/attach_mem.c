@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <sys/uio.h>
 
-#include "attach.h"
+#include "attach_parts.h"
 
 int pl_remote_read(pl_remote *r, uint64_t addr, void *buf, size_t n) {
   return pl_remote_read_upto(r, addr, buf, n) == n ? 0 : -1;

@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "attach.h"
+#include "attach_parts.h"
 
 #ifndef TRAP_PERF
 #define TRAP_PERF 6

@@ -6,7 +6,7 @@
 #ifndef PERF_ATTACH_WALK_H
 #define PERF_ATTACH_WALK_H
 
-#include "attach.h"
+#include "attach_parts.h"
 
 #pragma GCC visibility push(hidden)
 

@@ -220,30 +220,69 @@ static void decode_sid(const unsigned char *q, uint64_t st, pl_sid *sid) {
 
 /* ---- the other record types (layouts from enum perf_event_type) ---- */
 
+/* The bodies with more than a few fields; each is called from one place
+** (decode_other), where the compiler inlines it. */
+
+static void decode_mmap(cursor *c, pl_record *r) {
+  take2x32(c, &r->u.mmap.pid, &r->u.mmap.tid, "pid");
+  r->u.mmap.addr = take64(c, "addr");
+  r->u.mmap.len = take64(c, "len");
+  r->u.mmap.pgoff = take64(c, "pgoff");
+  if (r->type == PL_REC_MMAP2) {
+    const unsigned char *q = take(c, 24, "maj/min/ino or build_id");
+    if (q && (r->misc & PL_MISC_MMAP_BUILD_ID)) {
+      /* u8 build_id_size, u8 + u16 reserved, u8 build_id[20] */
+      r->u.mmap.build_id_size = q[0];
+      r->u.mmap.build_id = q + 4;
+      if (q[0] > 20) c->why = "build_id_size > 20";
+    } else if (q) {
+      r->u.mmap.maj = pl_u32at(q);
+      r->u.mmap.min = pl_u32at(q + 4);
+      r->u.mmap.ino = pl_u64at(q + 8);
+      r->u.mmap.ino_generation = pl_u64at(q + 16);
+    }
+    take2x32(c, &r->u.mmap.prot, &r->u.mmap.flags, "prot");
+  }
+  r->u.mmap.filename = take_string(c);
+}
+
+static void decode_ksymbol(cursor *c, pl_record *r) {
+  r->u.ksymbol.addr = take64(c, "addr");
+  const unsigned char *q = take(c, 8, "len");
+  if (q) {
+    r->u.ksymbol.len = pl_u32at(q);
+    r->u.ksymbol.ksym_type = pl_u16at(q + 4);
+    r->u.ksymbol.flags = pl_u16at(q + 6);
+  }
+  r->u.ksymbol.name = take_string(c);
+}
+
+static void decode_bpf_event(cursor *c, pl_record *r) {
+  const unsigned char *q = take(c, 16, "bpf_event");
+  if (q) {
+    r->u.bpf_event.type = pl_u16at(q);
+    r->u.bpf_event.flags = pl_u16at(q + 2);
+    r->u.bpf_event.id = pl_u32at(q + 4);
+    r->u.bpf_event.tag = q + 8;   /* BPF_TAG_SIZE = 8 */
+  }
+}
+
+static void decode_text_poke(cursor *c, pl_record *r) {
+  r->u.text_poke.addr = take64(c, "addr");
+  const unsigned char *q = take(c, 4, "old_len");
+  if (q) {
+    r->u.text_poke.old_len = pl_u16at(q);
+    r->u.text_poke.new_len = pl_u16at(q + 2);
+    r->u.text_poke.bytes = take(c, (size_t)r->u.text_poke.old_len +
+                                r->u.text_poke.new_len, "text_poke: bytes");
+  }
+}
+
 static void decode_other(cursor *c, const pl_layout *lay, pl_record *r) {
   switch (r->type) {
   case PL_REC_MMAP:
   case PL_REC_MMAP2:
-    take2x32(c, &r->u.mmap.pid, &r->u.mmap.tid, "pid");
-    r->u.mmap.addr = take64(c, "addr");
-    r->u.mmap.len = take64(c, "len");
-    r->u.mmap.pgoff = take64(c, "pgoff");
-    if (r->type == PL_REC_MMAP2) {
-      const unsigned char *q = take(c, 24, "maj/min/ino or build_id");
-      if (q && (r->misc & PL_MISC_MMAP_BUILD_ID)) {
-        /* u8 build_id_size, u8 + u16 reserved, u8 build_id[20] */
-        r->u.mmap.build_id_size = q[0];
-        r->u.mmap.build_id = q + 4;
-        if (q[0] > 20) c->why = "build_id_size > 20";
-      } else if (q) {
-        r->u.mmap.maj = pl_u32at(q);
-        r->u.mmap.min = pl_u32at(q + 4);
-        r->u.mmap.ino = pl_u64at(q + 8);
-        r->u.mmap.ino_generation = pl_u64at(q + 16);
-      }
-      take2x32(c, &r->u.mmap.prot, &r->u.mmap.flags, "prot");
-    }
-    r->u.mmap.filename = take_string(c);
+    decode_mmap(c, r);
     break;
   case PL_REC_LOST:
     r->u.lost.id = take64(c, "id");
@@ -293,42 +332,19 @@ static void decode_other(cursor *c, const pl_layout *lay, pl_record *r) {
                                        "namespaces: nr entries");
     if (!r->u.namespaces.links) r->u.namespaces.nr = 0;
     break;
-  case PL_REC_KSYMBOL: {
-    r->u.ksymbol.addr = take64(c, "addr");
-    const unsigned char *q = take(c, 8, "len");
-    if (q) {
-      r->u.ksymbol.len = pl_u32at(q);
-      r->u.ksymbol.ksym_type = pl_u16at(q + 4);
-      r->u.ksymbol.flags = pl_u16at(q + 6);
-    }
-    r->u.ksymbol.name = take_string(c);
+  case PL_REC_KSYMBOL:
+    decode_ksymbol(c, r);
     break;
-  }
-  case PL_REC_BPF_EVENT: {
-    const unsigned char *q = take(c, 16, "bpf_event");
-    if (q) {
-      r->u.bpf_event.type = pl_u16at(q);
-      r->u.bpf_event.flags = pl_u16at(q + 2);
-      r->u.bpf_event.id = pl_u32at(q + 4);
-      r->u.bpf_event.tag = q + 8;   /* BPF_TAG_SIZE = 8 */
-    }
+  case PL_REC_BPF_EVENT:
+    decode_bpf_event(c, r);
     break;
-  }
   case PL_REC_CGROUP:
     r->u.cgroup.id = take64(c, "id");
     r->u.cgroup.path = take_string(c);
     break;
-  case PL_REC_TEXT_POKE: {
-    r->u.text_poke.addr = take64(c, "addr");
-    const unsigned char *q = take(c, 4, "old_len");
-    if (q) {
-      r->u.text_poke.old_len = pl_u16at(q);
-      r->u.text_poke.new_len = pl_u16at(q + 2);
-      r->u.text_poke.bytes = take(c, (size_t)r->u.text_poke.old_len +
-                                  r->u.text_poke.new_len, "text_poke: bytes");
-    }
+  case PL_REC_TEXT_POKE:
+    decode_text_poke(c, r);
     break;
-  }
   case PL_REC_AUX_OUTPUT_HW_ID:
     r->u.aux_output_hw_id.hw_id = take64(c, "hw_id");
     break;

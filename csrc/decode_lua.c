@@ -101,9 +101,12 @@ static int l_stream(lua_State *L) {
   return pl_ring_from_bytes(L, 1, v, n);
 }
 
+static const luaL_Reg functions[] = {
+  { "decode", l_decode },
+  { "stream", l_stream },
+  { NULL, NULL }
+};
+
 void pl_open_decode(lua_State *L) {
-  lua_pushcfunction(L, l_decode);
-  lua_setfield(L, -2, "decode");
-  lua_pushcfunction(L, l_stream);
-  lua_setfield(L, -2, "stream");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -583,7 +583,11 @@ static const luaL_Reg methods[] = {
 
 static const luaL_Reg metamethods[] = {
   {"__gc", l_gc}, {"__close", l_gc}, {"__tostring", l_tostring},
-  {"__index", NULL},
+  {NULL, NULL}
+};
+
+static const luaL_Reg functions[] = {
+  {"open", l_open},
   {NULL, NULL}
 };
 
@@ -597,26 +601,15 @@ void pl_event_ext(lua_State *L, int evidx) {
   }
 }
 
-void pl_add_methods(lua_State *L, const char *metatable, const luaL_Reg *m) {
-  luaL_getmetatable(L, metatable);
-  lua_getfield(L, -1, "__index");
-  luaL_setfuncs(L, m, 0);
-  lua_pop(L, 2);
-}
-
 void pl_open_event(lua_State *L) {
-  luaL_newmetatable(L, PL_EVENT_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
+  pl_new_metatable(L, PL_EVENT_MT, metamethods, methods);
+  lua_getfield(L, -1, "__index");
   lua_pushvalue(L, -2);
   lua_pushcclosure(L, l_read, 1);
   lua_setfield(L, -2, "read");
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "__index");
   lua_setfield(L, -3, "event_methods");  /* to read: nothing patches them */
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_open);
-  lua_setfield(L, -2, "open");
+  luaL_setfuncs(L, functions, 0);
   lua_createtable(L, (int)(sizeof target_keys / sizeof *target_keys), 0);
   for (size_t i = 0; i < sizeof target_keys / sizeof *target_keys; i++) {
     lua_pushstring(L, target_keys[i]);

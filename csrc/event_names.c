@@ -248,6 +248,9 @@ void pl_open_event_names(lua_State *L) {
   lua_setfield(L, -2, "hardware_events");
   push_generic(L, software, COUNT(software));
   lua_setfield(L, -2, "software_events");
-  lua_pushcfunction(L, l_event_name);
-  lua_setfield(L, -2, "event_name");
+  static const luaL_Reg functions[] = {
+    { "event_name", l_event_name },
+    { NULL, NULL }
+  };
+  luaL_setfuncs(L, functions, 0);
 }

@@ -203,17 +203,20 @@ static const luaL_Reg metamethods[] = {
   {NULL, NULL}
 };
 
-/* Pushes a new group metatable: the metamethods, __name, the tag, and
-** __index = the methods plus the members (from the list at `list`), with
-** read and scaled made for the group at `u` and its keys. */
+/* Pushes a new group metatable: the prototype's metamethods, __name and
+** tag, and __index = the methods plus the members (from the list at
+** `list`), with read and scaled made for the group at `u` and its keys. */
 static void push_metatable(lua_State *L, int list, int n, int u, int keys) {
   int i;
   lua_createtable(L, 0, 8);
-  luaL_setfuncs(L, metamethods, 0);
-  lua_pushliteral(L, PL_GROUP_MT);
-  lua_setfield(L, -2, "__name");
-  lua_pushboolean(L, 1);
-  lua_rawsetp(L, -2, &pl_group_tag);
+  luaL_getmetatable(L, PL_GROUP_MT);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {                     /* a copy of the prototype */
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, -5);
+  }
+  lua_pop(L, 1);
   lua_createtable(L, n, (int)(sizeof methods / sizeof *methods));
   luaL_setfuncs(L, methods, 0);
   pl_group_push_readers(L, u, keys, n, lua_gettop(L));
@@ -335,19 +338,16 @@ static int l_is_group(lua_State *L) {
   return 1;
 }
 
+static const luaL_Reg functions[] = {
+  {"group", l_group}, {"is_group", l_is_group}, {"scale", pl_group_scale},
+  {NULL, NULL}
+};
+
 void pl_open_group(lua_State *L) {
   /* the prototype of the groups' metatables, for __name lookups */
-  luaL_newmetatable(L, PL_GROUP_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
+  pl_new_metatable(L, PL_GROUP_MT, metamethods, methods);
   lua_pushboolean(L, 1);
   lua_rawsetp(L, -2, &pl_group_tag);
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_group);
-  lua_setfield(L, -2, "group");
-  lua_pushcfunction(L, l_is_group);
-  lua_setfield(L, -2, "is_group");
-  lua_pushcfunction(L, pl_group_scale);
-  lua_setfield(L, -2, "scale");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -102,6 +102,17 @@ void pl_resolve_names(lua_State *L, int idx, uint64_t current_type);
 ** "mem:0x1000/8:w", "r1a2"; otherwise "software/config=0x63/". */
 void pl_push_event_name(lua_State *L, const struct pl_attr *a);
 
+/* ---- handle types' metatables (handle.c) ---- */
+/* Pushes the metatable `name` (luaL_newmetatable: __name), filled when it
+** is new: the metamethods `meta`, and a table of `methods` (NULL for none)
+** as __index, or, when `meta` has an __index function of its own, as the
+** field `methods` for that function to look in. */
+void pl_new_metatable(lua_State *L, const char *name, const luaL_Reg *meta,
+                      const luaL_Reg *methods);
+/* Adds methods to the __index table of a handle's metatable, e.g.
+** PL_EVENT_MT (for the files that extend a handle). */
+void pl_add_methods(lua_State *L, const char *metatable, const luaL_Reg *methods);
+
 /* ---- printing plain tables (show.c) ---- */
 /* Pushes the metatable `name` that prints a plain table readably. */
 void pl_show_metatable(lua_State *L, const char *name);
@@ -130,9 +141,6 @@ pl_event *pl_test_event(lua_State *L, int idx);    /* perf.event or NULL */
 ** names the event in messages. Returns the number of values pushed. */
 int pl_event_new(lua_State *L, const struct pl_attr *attr, pid_t pid, int cpu,
                  int leader, unsigned long flags, const char *name);
-/* Adds methods to the __index table of a handle's metatable, e.g.
-** PL_EVENT_MT (for the files that extend a handle). */
-void pl_add_methods(lua_State *L, const char *metatable, const luaL_Reg *methods);
 /* Reads the event's counter: value, enabled, running and lost as
 ** read_format gives them (absent ones are 0). For a group-read event the
 ** entry whose id matches this event is used. Returns 0 or an errno. */

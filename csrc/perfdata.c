@@ -30,7 +30,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "perfdata.h"
+#include "perfdata_file.h"
 
 #define PL_DATA_ITER_MT "perf.data.iter"
 #define ATTR_SIZE_VER0 64                     /* PERF_ATTR_SIZE_VER0 */
@@ -173,35 +173,6 @@ static int f_set_names(lua_State *L) {
   lua_settop(L, 2);
   lua_setiuservalue(L, 1, 1);
   return 0;
-}
-
-/* ---- finding a record's attr ---- */
-
-id_entry *pl_data_id(const dfile *f, uint64_t id) {
-  size_t lo = 0, hi = f->nids;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (f->ids[mid].id < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < f->nids && f->ids[lo].id == id ? &f->ids[lo] : NULL;
-}
-
-long pl_data_attr(const dfile *f, const unsigned char *p, size_t size, const char **why) {
-  *why = NULL;
-  if (f->nattrs == 0) { *why = "the file describes no event"; return -1; }
-  if (f->nattrs == 1) return 0;
-  if (pl_u32at(p) != PL_REC_SAMPLE && !f->lays[0].sample_id_all) return 0;
-  uint64_t id;
-  if (!pl_record_id(&f->set, p, size, &id)) {
-    *why = "record carries no id to tell which event wrote it";
-    return -1;
-  }
-  if (id == 0) return 0;
-  const id_entry *e = pl_data_id(f, id);
-  if (e) return (long)e->attr;
-  *why = "record id matches no event of this file";
-  return -1;
 }
 
 /* ---- iterators ---- */
@@ -620,21 +591,15 @@ void pl_open_perfdata(lua_State *L) {
     {"__gc", f_close}, {"__close", f_close}, {"__tostring", f_tostring},
     {NULL, NULL}
   };
-  luaL_newmetatable(L, PL_DATA_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
-  luaL_newmetatable(L, PL_DATA_ITER_MT);
-  lua_pushcfunction(L, iter_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, iter_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  lua_pushcfunction(L, l_open);
-  lua_setfield(L, -2, "perfdata_open");
-  lua_pushcfunction(L, l_attr);
-  lua_setfield(L, -2, "perfdata_attr");
-  lua_pushcfunction(L, l_scan);
-  lua_setfield(L, -2, "perfdata_scan");
+  static const luaL_Reg iter_meta[] = {
+    {"__close", iter_close}, {"__gc", iter_close}, {NULL, NULL}
+  };
+  static const luaL_Reg functions[] = {
+    {"perfdata_open", l_open}, {"perfdata_attr", l_attr}, {"perfdata_scan", l_scan},
+    {NULL, NULL}
+  };
+  pl_new_metatable(L, PL_DATA_MT, meta, methods);
+  pl_new_metatable(L, PL_DATA_ITER_MT, iter_meta, NULL);
+  lua_pop(L, 2);
+  luaL_setfuncs(L, functions, 0);
 }

@@ -1,5 +1,5 @@
 /*
-** perfdata_load.c: opening a perf.data file (perfdata.h).
+** perfdata_load.c: opening a perf.data file (perfdata_file.h).
 **
 ** Layout (tools/perf/Documentation/perf.data-file-format.txt and perf's
 ** util/header.c): a perf_file_header (magic "PERFILE2", its size,
@@ -50,7 +50,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "perfdata.h"
+#include "perfdata_file.h"
 
 #define MAGIC2 0x32454c4946524550ULL          /* "PERFILE2", little-endian */
 #define FILE_HEADER_SIZE 104                  /* struct perf_file_header */

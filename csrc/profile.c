@@ -557,17 +557,15 @@ static const luaL_Reg functions[] = {
   { NULL, NULL }
 };
 
+static const luaL_Reg state_meta[] = {
+  { "__gc", state_close },
+  { "__close", state_close },
+  { "__tostring", state_tostring },
+  { NULL, NULL }
+};
+
 void pl_open_profile(lua_State *L) {
-  if (luaL_newmetatable(L, PL_PROFSTATE_MT)) {
-    luaL_newlib(L, state_methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, state_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, state_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, state_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
+  pl_new_metatable(L, PL_PROFSTATE_MT, state_meta, state_methods);
   lua_pop(L, 1);
   luaL_setfuncs(L, functions, 0);
 }

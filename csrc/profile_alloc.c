@@ -216,22 +216,22 @@ static int allocator(lua_State *L) {
   return 2;
 }
 
+static const luaL_Reg meta[] = {
+  { "__index", alloc_index },     /* profile.bytes, and the methods */
+  { "__gc", alloc_close },
+  { "__close", alloc_close },
+  { "__tostring", alloc_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "profile_alloc", alloc_new },
+  { "profile_allocator", allocator },
+  { NULL, NULL }
+};
+
 void pl_open_profile_alloc(lua_State *L) {
-  if (luaL_newmetatable(L, PL_PROFALLOC_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "methods");
-    lua_pushcfunction(L, alloc_index);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, alloc_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, alloc_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, alloc_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
+  pl_new_metatable(L, PL_PROFALLOC_MT, meta, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, alloc_new);
-  lua_setfield(L, -2, "profile_alloc");
-  lua_pushcfunction(L, allocator);
-  lua_setfield(L, -2, "profile_allocator");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -195,18 +195,20 @@ static const luaL_Reg methods[] = {
   { NULL, NULL }
 };
 
+static const luaL_Reg meta[] = {
+  { "__gc", counters_close },
+  { "__close", counters_close },
+  { "__tostring", counters_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "profile_counters", counters_new },
+  { NULL, NULL }
+};
+
 void pl_open_profile_counters(lua_State *L) {
-  if (luaL_newmetatable(L, PL_PROFCOUNTERS_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, counters_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, counters_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, counters_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
+  pl_new_metatable(L, PL_PROFCOUNTERS_MT, meta, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, counters_new);
-  lua_setfield(L, -2, "profile_counters");
+  luaL_setfuncs(L, functions, 0);
 }

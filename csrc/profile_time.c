@@ -156,22 +156,22 @@ static int clock_now(lua_State *L) {
   return 1;
 }
 
+static const luaL_Reg meta[] = {
+  { "__index", clock_index },     /* clock.ns, and the methods */
+  { "__gc", clock_close },
+  { "__close", clock_close },
+  { "__tostring", clock_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "profile_clock", clock_new },
+  { "profile_now", clock_now },
+  { NULL, NULL }
+};
+
 void pl_open_profile_time(lua_State *L) {
-  if (luaL_newmetatable(L, PL_PROFCLOCK_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "methods");
-    lua_pushcfunction(L, clock_index);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, clock_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, clock_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, clock_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
+  pl_new_metatable(L, PL_PROFCLOCK_MT, meta, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, clock_new);
-  lua_setfield(L, -2, "profile_clock");
-  lua_pushcfunction(L, clock_now);
-  lua_setfield(L, -2, "profile_now");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -135,18 +135,20 @@ static const luaL_Reg methods[] = {
   { NULL, NULL }
 };
 
+static const luaL_Reg meta[] = {
+  { "__gc", timer_close },
+  { "__close", timer_close },
+  { "__tostring", timer_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "profile_timer", timer_new },
+  { NULL, NULL }
+};
+
 void pl_open_profile_timer(lua_State *L) {
-  if (luaL_newmetatable(L, PL_PROFTIMER_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, timer_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, timer_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, timer_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
+  pl_new_metatable(L, PL_PROFTIMER_MT, meta, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, timer_new);
-  lua_setfield(L, -2, "profile_timer");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -359,32 +359,86 @@ static void push_sample(pusher *P, const pl_record *r) {
 static const char *const ns_names[] = {
   "net", "uts", "ipc", "pid", "user", "mnt", "cgroup" };
 
+/* The bodies of the other records with more than a few fields; each is
+** called from one place (push_other), where the compiler inlines it. */
+
+static void push_mmap(pusher *P, const pl_record *r) {
+  if (r->misc & PL_MISC_MMAP_DATA) put_true(P, K_mmap_data);
+  put_int(P, K_pid, PL_SIGNED32(r->u.mmap.pid));
+  put_int(P, K_tid, PL_SIGNED32(r->u.mmap.tid));
+  put_int(P, K_addr, r->u.mmap.addr);
+  put_int(P, K_len, r->u.mmap.len);
+  put_int(P, K_pgoff, r->u.mmap.pgoff);
+  if (r->type == PL_REC_MMAP2) {
+    if (r->u.mmap.build_id) {
+      put_true(P, K_mmap_build_id);
+      push_hex(P->L, r->u.mmap.build_id, r->u.mmap.build_id_size);
+      put(P, K_build_id);
+    } else {
+      put_int(P, K_maj, r->u.mmap.maj);
+      put_int(P, K_min, r->u.mmap.min);
+      put_int(P, K_ino, r->u.mmap.ino);
+      put_int(P, K_ino_generation, r->u.mmap.ino_generation);
+    }
+    put_int(P, K_prot, r->u.mmap.prot);
+    put_int(P, K_flags, r->u.mmap.flags);
+  }
+  put_span(P, K_filename, r->u.mmap.filename);
+}
+
+static void push_switch(pusher *P, const pl_record *r) {
+  if (r->misc & PL_MISC_SWITCH_OUT) put_true(P, K_switch_out);
+  if (r->misc & PL_MISC_SWITCH_OUT_PREEMPT) put_true(P, K_switch_out_preempt);
+  if (r->type == PL_REC_SWITCH_CPU_WIDE) {
+    put_int(P, K_next_prev_pid, PL_SIGNED32(r->u.switch_cpu_wide.next_prev_pid));
+    put_int(P, K_next_prev_tid, PL_SIGNED32(r->u.switch_cpu_wide.next_prev_tid));
+  }
+}
+
+static void push_namespaces(pusher *P, const pl_record *r) {
+  lua_State *L = P->L;
+  uint64_t nr = r->u.namespaces.nr;
+  put_int(P, K_pid, PL_SIGNED32(r->u.namespaces.pid));
+  put_int(P, K_tid, PL_SIGNED32(r->u.namespaces.tid));
+  lua_createtable(L, (int)(nr < 16 ? nr : 16), 0);
+  for (uint64_t i = 0; i < nr; i++) {
+    const unsigned char *e = r->u.namespaces.links + 16 * i;
+    lua_createtable(L, 0, 3);
+    field_int(L, "dev", pl_u64at(e));
+    field_int(L, "ino", pl_u64at(e + 8));
+    if (i < sizeof ns_names / sizeof *ns_names) {
+      lua_pushstring(L, ns_names[i]);
+      lua_setfield(L, -2, "name");
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  put(P, K_namespaces);
+}
+
+static void push_bpf_event(pusher *P, const pl_record *r) {
+  /* the body's u16 `type` would shadow the record type: bpf_type */
+  put_int(P, K_bpf_type, r->u.bpf_event.type);
+  put_int(P, K_flags, r->u.bpf_event.flags);
+  put_int(P, K_id, r->u.bpf_event.id);
+  push_hex(P->L, r->u.bpf_event.tag, 8);
+  put(P, K_tag);
+}
+
+static void push_text_poke(pusher *P, const pl_record *r) {
+  put_int(P, K_addr, r->u.text_poke.addr);
+  put_int(P, K_old_len, r->u.text_poke.old_len);
+  put_int(P, K_new_len, r->u.text_poke.new_len);
+  lua_pushlstring(P->L, (const char *)r->u.text_poke.bytes,
+                  (size_t)r->u.text_poke.old_len + r->u.text_poke.new_len);
+  put(P, K_bytes);
+}
+
 static void push_other(pusher *P, const pl_record *r) {
   lua_State *L = P->L;
   switch (r->type) {
   case PL_REC_MMAP:
   case PL_REC_MMAP2:
-    if (r->misc & PL_MISC_MMAP_DATA) put_true(P, K_mmap_data);
-    put_int(P, K_pid, PL_SIGNED32(r->u.mmap.pid));
-    put_int(P, K_tid, PL_SIGNED32(r->u.mmap.tid));
-    put_int(P, K_addr, r->u.mmap.addr);
-    put_int(P, K_len, r->u.mmap.len);
-    put_int(P, K_pgoff, r->u.mmap.pgoff);
-    if (r->type == PL_REC_MMAP2) {
-      if (r->u.mmap.build_id) {
-        put_true(P, K_mmap_build_id);
-        push_hex(L, r->u.mmap.build_id, r->u.mmap.build_id_size);
-        put(P, K_build_id);
-      } else {
-        put_int(P, K_maj, r->u.mmap.maj);
-        put_int(P, K_min, r->u.mmap.min);
-        put_int(P, K_ino, r->u.mmap.ino);
-        put_int(P, K_ino_generation, r->u.mmap.ino_generation);
-      }
-      put_int(P, K_prot, r->u.mmap.prot);
-      put_int(P, K_flags, r->u.mmap.flags);
-    }
-    put_span(P, K_filename, r->u.mmap.filename);
+    push_mmap(P, r);
     break;
   case PL_REC_LOST:
     put_int(P, K_id, r->u.lost.id);
@@ -430,32 +484,11 @@ static void push_other(pusher *P, const pl_record *r) {
     break;
   case PL_REC_SWITCH:
   case PL_REC_SWITCH_CPU_WIDE:
-    if (r->misc & PL_MISC_SWITCH_OUT) put_true(P, K_switch_out);
-    if (r->misc & PL_MISC_SWITCH_OUT_PREEMPT) put_true(P, K_switch_out_preempt);
-    if (r->type == PL_REC_SWITCH_CPU_WIDE) {
-      put_int(P, K_next_prev_pid, PL_SIGNED32(r->u.switch_cpu_wide.next_prev_pid));
-      put_int(P, K_next_prev_tid, PL_SIGNED32(r->u.switch_cpu_wide.next_prev_tid));
-    }
+    push_switch(P, r);
     break;
-  case PL_REC_NAMESPACES: {
-    uint64_t nr = r->u.namespaces.nr;
-    put_int(P, K_pid, PL_SIGNED32(r->u.namespaces.pid));
-    put_int(P, K_tid, PL_SIGNED32(r->u.namespaces.tid));
-    lua_createtable(L, (int)(nr < 16 ? nr : 16), 0);
-    for (uint64_t i = 0; i < nr; i++) {
-      const unsigned char *e = r->u.namespaces.links + 16 * i;
-      lua_createtable(L, 0, 3);
-      field_int(L, "dev", pl_u64at(e));
-      field_int(L, "ino", pl_u64at(e + 8));
-      if (i < sizeof ns_names / sizeof *ns_names) {
-        lua_pushstring(L, ns_names[i]);
-        lua_setfield(L, -2, "name");
-      }
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    put(P, K_namespaces);
+  case PL_REC_NAMESPACES:
+    push_namespaces(P, r);
     break;
-  }
   case PL_REC_KSYMBOL:
     put_int(P, K_addr, r->u.ksymbol.addr);
     put_int(P, K_len, r->u.ksymbol.len);
@@ -464,24 +497,14 @@ static void push_other(pusher *P, const pl_record *r) {
     put_span(P, K_name, r->u.ksymbol.name);
     break;
   case PL_REC_BPF_EVENT:
-    /* the body's u16 `type` would shadow the record type: bpf_type */
-    put_int(P, K_bpf_type, r->u.bpf_event.type);
-    put_int(P, K_flags, r->u.bpf_event.flags);
-    put_int(P, K_id, r->u.bpf_event.id);
-    push_hex(L, r->u.bpf_event.tag, 8);
-    put(P, K_tag);
+    push_bpf_event(P, r);
     break;
   case PL_REC_CGROUP:
     put_int(P, K_id, r->u.cgroup.id);
     put_span(P, K_path, r->u.cgroup.path);
     break;
   case PL_REC_TEXT_POKE:
-    put_int(P, K_addr, r->u.text_poke.addr);
-    put_int(P, K_old_len, r->u.text_poke.old_len);
-    put_int(P, K_new_len, r->u.text_poke.new_len);
-    lua_pushlstring(L, (const char *)r->u.text_poke.bytes,
-                    (size_t)r->u.text_poke.old_len + r->u.text_poke.new_len);
-    put(P, K_bytes);
+    push_text_poke(P, r);
     break;
   case PL_REC_AUX_OUTPUT_HW_ID:
     put_int(P, K_hw_id, r->u.aux_output_hw_id.hw_id);

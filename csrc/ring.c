@@ -736,7 +736,6 @@ static const luaL_Reg ring_meta[] = {
   { "__gc", rb_gc },
   { "__close", rb_gc },
   { "__tostring", rb_tostring },
-  { "__index", NULL },
   { NULL, NULL }
 };
 
@@ -747,15 +746,15 @@ static const luaL_Reg event_methods[] = {
 };
 
 
+static const luaL_Reg functions[] = {
+  { "poll", l_poll },
+  { NULL, NULL }
+};
+
 void pl_open_ring(lua_State *L) {
-  if (luaL_newmetatable(L, PL_RING_MT)) {
-    luaL_setfuncs(L, ring_meta, 0);
-    luaL_newlib(L, ring_methods);
-    lua_setfield(L, -2, "__index");
-  }
+  pl_new_metatable(L, PL_RING_MT, ring_meta, ring_methods);
   lua_pop(L, 1);
   pl_add_methods(L, PL_EVENT_MT, event_methods);
   pl_event_on_output(ring_follow);
-  lua_pushcfunction(L, l_poll);
-  lua_setfield(L, -2, "poll");
+  luaL_setfuncs(L, functions, 0);
 }

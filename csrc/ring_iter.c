@@ -393,10 +393,14 @@ static const luaL_Reg ring_methods[] = {
   { NULL, NULL }
 };
 
+static const luaL_Reg functions[] = {
+  { "merge", l_merge },
+  { NULL, NULL }
+};
+
 void pl_open_ring_iter(lua_State *L) {
-  if (luaL_newmetatable(L, PL_ITER_MT)) luaL_setfuncs(L, iter_meta, 0);
+  pl_new_metatable(L, PL_ITER_MT, iter_meta, NULL);
   lua_pop(L, 1);
   pl_add_methods(L, PL_RING_MT, ring_methods);
-  lua_pushcfunction(L, l_merge);
-  lua_setfield(L, -2, "merge");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -164,7 +164,11 @@ static int l_ring_write(lua_State *L) {
   return 4;
 }
 
+static const luaL_Reg functions[] = {
+  { "ring_write", l_ring_write },
+  { NULL, NULL }
+};
+
 void pl_open_ring_write(lua_State *L) {
-  lua_pushcfunction(L, l_ring_write);
-  lua_setfield(L, -2, "ring_write");
+  luaL_setfuncs(L, functions, 0);
 }

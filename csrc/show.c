@@ -214,11 +214,13 @@ static int show_tostring(lua_State *L) {
   return 1;
 }
 
+static const luaL_Reg show_meta[] = {
+  { "__tostring", show_tostring },
+  { NULL, NULL }
+};
+
 void pl_show_metatable(lua_State *L, const char *name) {
-  if (luaL_newmetatable(L, name)) {     /* sets __name */
-    lua_pushcfunction(L, show_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
+  pl_new_metatable(L, name, show_meta, NULL);
 }
 
 void pl_show(lua_State *L, int idx, const char *name) {
@@ -245,6 +247,9 @@ void pl_open_show(lua_State *L) {
     pl_show_metatable(L, made_in_c[i]);
     lua_pop(L, 1);
   }
-  lua_pushcfunction(L, l_show);
-  lua_setfield(L, -2, "show");
+  static const luaL_Reg functions[] = {
+    { "show", l_show },
+    { NULL, NULL }
+  };
+  luaL_setfuncs(L, functions, 0);
 }

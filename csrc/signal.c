@@ -385,15 +385,21 @@ static const luaL_Reg event_methods[] = {
   { NULL, NULL }
 };
 
+static const luaL_Reg slot_meta[] = {
+  { "__gc", slot_gc },
+  { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "signal_restarts", l_signal_restarts },
+  { NULL, NULL }
+};
+
 void pl_open_signal(lua_State *L) {
-  if (luaL_newmetatable(L, PL_SIGSLOT_MT)) {
-    lua_pushcfunction(L, slot_gc);
-    lua_setfield(L, -2, "__gc");
-  }
+  pl_new_metatable(L, PL_SIGSLOT_MT, slot_meta, NULL);
   lua_pop(L, 1);
   pl_add_methods(L, PL_EVENT_MT, event_methods);
-  lua_pushcfunction(L, l_signal_restarts);
-  lua_setfield(L, -2, "signal_restarts");
+  luaL_setfuncs(L, functions, 0);
   lua_pushinteger(L, SYS_rt_sigreturn);   /* the handler's return: a syscall */
   lua_setfield(L, -2, "SYS_rt_sigreturn");
 }

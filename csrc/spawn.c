@@ -398,65 +398,67 @@ static int redirect_fd(lua_State *L, int opts, int k, int *opened) {
   return fd;
 }
 
-/* perf.core.spawn(argv [, opts]) -> child | nil, msg, errno
-** opts: stdin, stdout, stderr (a file name or a Lua file handle). */
-static int l_spawn(lua_State *L) {
-  lua_Integer n, i;
-  int opts = 0, redirect[3] = {-1, -1, -1}, opened[3] = {0, 0, 0};
-  int go[2] = {-1, -1}, errp[2] = {-1, -1}, k, err;
-  char **argv, **shargv;
-  const char *path;
-  pl_child *c;
-  pid_t pid;
-  luaL_checktype(L, 1, LUA_TTABLE);
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    opts = 2;
-    check_redirects(L, opts);
-  }
-  lua_settop(L, 2);
-  n = (lua_Integer)lua_rawlen(L, 1);
-  luaL_argcheck(L, n >= 1, 1, "the command is empty");
-  luaL_argcheck(L, n < 100000, 1, "too many arguments");
-  /* argv[0..n-1], NULL; shargv: "/bin/sh", file, argv[1..n-1], NULL */
-  argv = (char **)lua_newuserdatauv(L, (size_t)(2 * n + 3) * sizeof(char *), 0);  /* 3 */
-  shargv = argv + n + 1;
-  for (i = 1; i <= n; i++) {
+/* Pushes, in one userdata, argv[0..n-1], NULL and after it shargv:
+** "/bin/sh", file, argv[1..n-1], NULL, for the command table at 1 (whose
+** strings they point into: it keeps them); raises on a bad argument. */
+static char **push_argv(lua_State *L, lua_Integer n) {
+  char **argv = (char **)lua_newuserdatauv(L, (size_t)(2 * n + 3) * sizeof(char *), 0);
+  char **shargv = argv + n + 1;
+  for (lua_Integer i = 1; i <= n; i++) {
     size_t len;
     const char *s;
     if (lua_rawgeti(L, 1, i) != LUA_TSTRING)
-      return luaL_error(L, "argument %d of the command: a string expected, got %s",
-                        (int)i, luaL_typename(L, -1));
+      luaL_error(L, "argument %d of the command: a string expected, got %s",
+                 (int)i, luaL_typename(L, -1));
     s = lua_tolstring(L, -1, &len);
     if (strlen(s) != len)
-      return luaL_error(L, "argument %d of the command contains a zero byte", (int)i);
-    argv[i - 1] = (char *)s;         /* stays referenced by the argv table */
+      luaL_error(L, "argument %d of the command contains a zero byte", (int)i);
+    argv[i - 1] = (char *)s;
     if (i > 1) shargv[i] = (char *)s;
     lua_pop(L, 1);
   }
   argv[n] = NULL;
   shargv[n + 1] = NULL;
-  path = getenv("PATH");
-  if (!path || !*path) path = "/bin:/usr/bin";
-  c = (pl_child *)lua_newuserdatauv(L, sizeof *c, 1);                          /* 4 */
+  return argv;
+}
+
+/* Pushes a new child handle, closed, named after the command at 1. */
+static pl_child *new_child(lua_State *L) {
+  pl_child *c = (pl_child *)lua_newuserdatauv(L, sizeof *c, 1);
   memset(c, 0, sizeof *c);
   c->pid = -1;
   c->go = c->err = c->pidfd = -1;
   luaL_setmetatable(L, PL_CHILD_MT);
-  lua_pushvalue(L, 1);
-  lua_rawgeti(L, -1, 1);
-  lua_setiuservalue(L, 4, 1);          /* its name, for messages */
-  lua_pop(L, 1);
-  for (k = 0; k < 3; k++) {
+  lua_rawgeti(L, 1, 1);
+  lua_setiuservalue(L, -2, 1);         /* its name, for messages */
+  return c;
+}
+
+/* Fills redirect[] from opts (opened[] says which files were opened here):
+** 0, or when a file cannot be opened (those opened before it closed)
+** nil, msg, errno pushed and their count. */
+static int open_redirects(lua_State *L, int opts, int redirect[3], int opened[3]) {
+  for (int k = 0; k < 3; k++) {
     redirect[k] = redirect_fd(L, opts, k, &opened[k]);
     if (redirect[k] == -2) {
-      int bad = k;
-      err = errno;
-      for (k = 0; k < bad; k++) if (opened[k]) close(redirect[k]);
+      int err = errno;
+      for (int j = 0; j < k; j++) if (opened[j]) close(redirect[j]);
       return pl_fail(L, err, lua_pushfstring(L, "cannot open \"%s\" for %s",
-                     lua_tostring(L, -1), redirect_keys[bad]), NULL);
+                     lua_tostring(L, -1), redirect_keys[k]), NULL);
     }
   }
+  return 0;
+}
+
+/* Forks the child c, held at its go pipe, with argv (shargv after it) and
+** the redirections (closed here when opened here): 1 with c on top, or
+** nil, msg, errno. */
+static int fork_child(lua_State *L, pl_child *c, char **argv, lua_Integer n,
+                      const int redirect[3], const int opened[3]) {
+  int go[2] = {-1, -1}, errp[2] = {-1, -1}, k, err;
+  const char *path = getenv("PATH");
+  pid_t pid;
+  if (!path || !*path) path = "/bin:/usr/bin";
   if (pipe2(go, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
     err = errno;
     goto failed;
@@ -471,7 +473,7 @@ static int l_spawn(lua_State *L) {
   if (pid == 0) {
     close(go[1]);
     close(errp[0]);
-    child_main(go[0], errp[1], redirect, argv[0], argv, shargv, path);
+    child_main(go[0], errp[1], redirect, argv[0], argv, argv + n + 1, path);
   }
   close(go[0]);
   close(errp[1]);
@@ -487,6 +489,26 @@ failed:
   }
   for (k = 0; k < 3; k++) if (opened[k]) close(redirect[k]);
   return pl_fail(L, err, "spawn", err == EAGAIN ? "the process limit is reached" : NULL);
+}
+
+/* perf.core.spawn(argv [, opts]) -> child | nil, msg, errno
+** opts: stdin, stdout, stderr (a file name or a Lua file handle). */
+static int l_spawn(lua_State *L) {
+  int opts = 0, redirect[3] = {-1, -1, -1}, opened[3] = {0, 0, 0}, failed;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    opts = 2;
+    check_redirects(L, opts);
+  }
+  lua_settop(L, 2);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+  luaL_argcheck(L, n >= 1, 1, "the command is empty");
+  luaL_argcheck(L, n < 100000, 1, "too many arguments");
+  char **argv = push_argv(L, n);                                  /* 3 */
+  pl_child *c = new_child(L);                                     /* 4 */
+  if ((failed = open_redirects(L, opts, redirect, opened)) != 0) return failed;
+  return fork_child(L, c, argv, n, redirect, opened);
 }
 
 /* child:pid() -> its pid (nil once reaped) */
@@ -588,17 +610,12 @@ static int c_wait(lua_State *L) {
   return 1;
 }
 
-/* child:close(): a child not started exits without running; one running is
-** killed; either is reaped. Idempotent. */
+/* child:close(), and __gc, __close: a child not started exits without
+** running; one running is killed; either is reaped. Idempotent. */
 static int c_close(lua_State *L) {
   destroy(test_child(L, 1));
   lua_pushboolean(L, 1);
   return 1;
-}
-
-static int c_gc(lua_State *L) {
-  destroy(test_child(L, 1));
-  return 0;
 }
 
 static int c_tostring(lua_State *L) {
@@ -618,19 +635,17 @@ static const luaL_Reg methods[] = {
 };
 
 static const luaL_Reg metamethods[] = {
-  {"__gc", c_gc}, {"__close", c_gc}, {"__tostring", c_tostring},
-  {"__index", NULL},
+  {"__gc", c_close}, {"__close", c_close}, {"__tostring", c_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg functions[] = {
+  {"spawn", l_spawn}, {"signal_name", l_signal_name},
   {NULL, NULL}
 };
 
 void pl_open_spawn(lua_State *L) {
-  luaL_newmetatable(L, PL_CHILD_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
+  pl_new_metatable(L, PL_CHILD_MT, metamethods, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_spawn);
-  lua_setfield(L, -2, "spawn");
-  lua_pushcfunction(L, l_signal_name);
-  lua_setfield(L, -2, "signal_name");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -92,15 +92,11 @@ static int s_take(lua_State *L) {
   return 1;
 }
 
+/* s:close(), and __gc, __close */
 static int s_close(lua_State *L) {
   stop_release(to_stop(L, 1));
   lua_pushboolean(L, 1);
   return 1;
-}
-
-static int s_gc(lua_State *L) {
-  stop_release(to_stop(L, 1));
-  return 0;
 }
 
 static int s_tostring(lua_State *L) {
@@ -116,16 +112,16 @@ static const luaL_Reg methods[] = {
 };
 
 static const luaL_Reg meta[] = {
-  { "__gc", s_gc }, { "__close", s_gc }, { "__tostring", s_tostring },
-  { "__index", NULL }, { NULL, NULL }
+  { "__gc", s_close }, { "__close", s_close }, { "__tostring", s_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "stop_signals", l_stop_signals }, { NULL, NULL }
 };
 
 void pl_open_stop_signals(lua_State *L) {
-  luaL_newmetatable(L, PL_STOP_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
+  pl_new_metatable(L, PL_STOP_MT, meta, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_stop_signals);
-  lua_setfield(L, -2, "stop_signals");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -174,10 +174,13 @@ static const luaL_Reg funcs[] = {
   {NULL, NULL}
 };
 
+static const luaL_Reg dirbox_meta[] = {
+  {"__gc", dirbox_gc},
+  {NULL, NULL}
+};
+
 void pl_open_util(lua_State *L) {
-  luaL_newmetatable(L, DIRBOX_MT);
-  lua_pushcfunction(L, dirbox_gc);
-  lua_setfield(L, -2, "__gc");
+  pl_new_metatable(L, DIRBOX_MT, dirbox_meta, NULL);
   lua_pop(L, 1);
   luaL_setfuncs(L, funcs, 0);
   lua_pushinteger(L, sizeof(struct pl_attr));

@@ -159,15 +159,11 @@ static int w_kill(lua_State *L) {
   return 1;
 }
 
+/* w:close(), and __gc, __close */
 static int w_close(lua_State *L) {
   waiter_release(to_waiter(L, 1));
   lua_pushboolean(L, 1);
   return 1;
-}
-
-static int w_gc(lua_State *L) {
-  waiter_release(to_waiter(L, 1));
-  return 0;
 }
 
 static int w_tostring(lua_State *L) {
@@ -197,18 +193,16 @@ static const luaL_Reg methods[] = {
 };
 
 static const luaL_Reg meta[] = {
-  { "__gc", w_gc }, { "__close", w_gc }, { "__tostring", w_tostring },
-  { "__index", NULL }, { NULL, NULL }
+  { "__gc", w_close }, { "__close", w_close }, { "__tostring", w_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg functions[] = {
+  { "waiter", l_waiter }, { "reraise", l_reraise }, { NULL, NULL }
 };
 
 void pl_open_waiter(lua_State *L) {
-  luaL_newmetatable(L, PL_WAITER_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
+  pl_new_metatable(L, PL_WAITER_MT, meta, methods);
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_waiter);
-  lua_setfield(L, -2, "waiter");
-  lua_pushcfunction(L, l_reraise);
-  lua_setfield(L, -2, "reraise");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -173,7 +173,11 @@ static int l_version(lua_State *L) {
                  "Fedora: libzstd), or name its file in PERF_LUA_LIBZSTD");
 }
 
+static const luaL_Reg functions[] = {
+  { "zstd_version", l_version },
+  { NULL, NULL }
+};
+
 void pl_open_zstd(lua_State *L) {
-  lua_pushcfunction(L, l_version);
-  lua_setfield(L, -2, "zstd_version");
+  luaL_setfuncs(L, functions, 0);
 }

@@ -42,6 +42,7 @@ build = {
         "csrc/exec_hint.c",
         "csrc/group.c",
         "csrc/group_read.c",
+        "csrc/handle.c",
         "csrc/keybuf.c",
         "csrc/lua_layout.c",
         "csrc/lua_locate.c",

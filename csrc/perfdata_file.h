@@ -1,8 +1,9 @@
 /*
-** perfdata.h: a perf.data file as the reader holds it, shared by
+** perfdata_file.h: a perf.data file as the reader holds it, shared by
 ** perfdata_load.c (opening: mapping, framing, decompression, directories),
-** perfdata_user.c (the records perf adds itself) and perfdata.c (the Lua
-** handle and its iterators).
+** perfdata_user.c (the records perf adds itself)
+** and perfdata.c (the Lua handle and its iterators), which stands above
+** the other two.
 **
 ** A file is one or more byte sources (the header file, mapped or, from a
 ** pipe, read; each data.N file of a `perf record --threads` directory) and
@@ -12,8 +13,8 @@
 ** file was cut or damaged there), and `note` says where and why. The
 ** records of a compressed stream are rebuilt in `inflated`.
 */
-#ifndef PERF_PERFDATA_H
-#define PERF_PERFDATA_H
+#ifndef PERF_PERFDATA_FILE_H
+#define PERF_PERFDATA_FILE_H
 
 #include "ring.h"
 #include "zstd.h"
@@ -121,11 +122,35 @@ size_t pl_data_offset(const dfile *f, const dstream *s, size_t at, int *inner);
 ** named when it is not the header file. */
 const char *pl_data_where(lua_State *L, const dfile *f, const dstream *s, size_t at);
 
-/* The attr index for the record at p, or -1 with *why set. */
-long pl_data_attr(const dfile *f, const unsigned char *p, size_t size, const char **why);
-
 /* The entry of an id, or NULL. */
-id_entry *pl_data_id(const dfile *f, uint64_t id);
+static inline id_entry *pl_data_id(const dfile *f, uint64_t id) {
+  size_t lo = 0, hi = f->nids;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (f->ids[mid].id < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < f->nids && f->ids[lo].id == id ? &f->ids[lo] : NULL;
+}
+
+/* The attr index for the record at p, or -1 with *why set (inline: the
+** samples iterator asks it for every record). */
+static inline long pl_data_attr(const dfile *f, const unsigned char *p, size_t size, const char **why) {
+  *why = NULL;
+  if (f->nattrs == 0) { *why = "the file describes no event"; return -1; }
+  if (f->nattrs == 1) return 0;
+  if (pl_u32at(p) != PL_REC_SAMPLE && !f->lays[0].sample_id_all) return 0;
+  uint64_t id;
+  if (!pl_record_id(&f->set, p, size, &id)) {
+    *why = "record carries no id to tell which event wrote it";
+    return -1;
+  }
+  if (id == 0) return 0;
+  const id_entry *e = pl_data_id(f, id);
+  if (e) return (long)e->attr;
+  *why = "record id matches no event of this file";
+  return -1;
+}
 
 /* Pushes a record perf adds itself (type >= 64) as a fresh table. */
 void pl_data_push_user(lua_State *L, const unsigned char *p, size_t size, size_t off);

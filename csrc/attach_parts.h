@@ -1,5 +1,5 @@
 /*
-** attach.h: what the files that profile another process share.
+** attach_parts.h: what the files that profile another process share.
 **
 **   attach_mem.c    reading the target's memory (process_vm_readv)
 **   attach_lua.c    its running lua_State, and the stack key (attach_walk.h)
@@ -12,8 +12,8 @@
 ** Everything here but attach.c is plain C without Lua: the tracer runs in
 ** a child process forked from the profiler, where no Lua is used.
 */
-#ifndef PERF_ATTACH_H
-#define PERF_ATTACH_H
+#ifndef PERF_ATTACH_PARTS_H
+#define PERF_ATTACH_PARTS_H
 
 #include <stddef.h>
 #include <stdint.h>
