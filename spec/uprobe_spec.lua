@@ -3,7 +3,7 @@
 
 local perf = require "perf"
 local elf = require "perf.elf"
-local uprobe = require "perf.uprobe"
+local uprobe = require "perf.event.uprobe"
 local H = require "helpers"
 
 local PID = H.PID
@@ -66,7 +66,7 @@ describe("perf.uprobe", function()
   end)
 
   it("builds the uprobe PMU's attr", function()
-    local p = require("perf.pmu").find("uprobe")
+    local p = require("perf.event.pmu").find("uprobe")
     if not p then return pending("no uprobe PMU") end
     local attr, target = assert(uprobe.attr(perf, libc, "getenv", { pid = 0, sample_type = { "ip" } }))
     assert.same({ type = p.type, config = 0, uprobe_path = libc,

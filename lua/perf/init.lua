@@ -16,7 +16,7 @@
 -- ev:disable()
 -- print(ev:read())   --> count, time_enabled, time_running, lost
 local core = require "perf.core"
-local capabilities = require "perf.capabilities"
+local capabilities = require "perf.event.capabilities"
 
 local perf = {
   core = core,
@@ -72,7 +72,7 @@ local perf = {
 -- local caps = perf.capabilities()
 -- if not caps.pmu then print(caps.why.pmu) end
 
-local base = require "perf.base"
+local base = require "perf.event.base"
 perf.is_event = base.is_event
 perf.attr = base.attr
 perf.strip_position = base.strip_position
@@ -149,50 +149,50 @@ perf.open = base.open
 
 -- The helpers in their own modules, loaded on first use.
 local lazy = {
-  events = function() return require "perf.events" end,
-  parse = function() return require("perf.parse").parse end,
-  list = function() return require("perf.list").list end,
-  pmus = function() return require("perf.list").pmus end,
-  tracepoint = function() return require("perf.tracepoint").get end,
+  events = function() return require "perf.event.events" end,
+  parse = function() return require("perf.event.parse").parse end,
+  list = function() return require("perf.event.list").list end,
+  pmus = function() return require("perf.event.list").pmus end,
+  tracepoint = function() return require("perf.event.tracepoint").get end,
   watch = function()
-    local watch = require "perf.watch"
+    local watch = require "perf.event.watch"
     return function(where, opts) return watch.watch(perf, where, opts) end
   end,
   uprobe = function()
-    local uprobe = require "perf.uprobe"
+    local uprobe = require "perf.event.uprobe"
     return function(binary, where, opts) return uprobe.uprobe(perf, binary, where, opts) end
   end,
-  group = function() return require("perf.group").new end,
-  measure = function() return require("perf.measure").measure end,
-  calibrate = function() return require("perf.measure").calibrate end,
-  stat = function() return require("perf.stat").stat end,
+  group = function() return require("perf.counting.group").new end,
+  measure = function() return require("perf.counting.measure").measure end,
+  calibrate = function() return require("perf.counting.measure").calibrate end,
+  stat = function() return require("perf.counting.stat").stat end,
   scale = function() return core.scale end,
-  cpus = function() return require "perf.cpus" end,
-  kallsyms = function() return require "perf.kallsyms" end,
-  elf = function() return require "perf.elf" end,
+  cpus = function() return require "perf.counting.cpus" end,
+  kallsyms = function() return require "perf.util.kallsyms" end,
+  elf = function() return require "perf.util.elf" end,
   profile = function()
-    local profile = require "perf.profile"
+    local profile = require "perf.profiling.profile"
     return function(fn, opts, ...) return profile.profile(perf, fn, opts, ...) end
   end,
   profiler = function()
-    local profile = require "perf.profile"
+    local profile = require "perf.profiling.profile"
     return function(opts) return profile.profiler(perf, opts) end
   end,
-  data = function() return require "perf.data" end,
+  data = function() return require "perf.recording.data" end,
   exporter = function()
-    local exporter = require "perf.exporter"
+    local exporter = require "perf.serving.exporter"
     return function(opts) return exporter.new(perf, opts) end
   end,
   serve = function()
-    local serve = require "perf.serve"
+    local serve = require "perf.serving.serve"
     return function(opts) return serve.serve(perf, opts) end
   end,
   server = function()
-    local serve = require "perf.serve"
+    local serve = require "perf.serving.serve"
     return function(opts) return serve.new(perf, opts) end
   end,
   record = function()
-    local record = require "perf.record"
+    local record = require "perf.recording.record"
     return function(argv, events, opts) return record.record(perf, argv, events, opts) end
   end,
 }

@@ -26,8 +26,8 @@
 -- when the recording cannot start, 129 for a usage error.
 local arg = ...
 local perf = require "perf"
-local elf = require "perf.elf"
-local kallsyms = require "perf.kallsyms"
+local elf = require "perf.util.elf"
+local kallsyms = require "perf.util.kallsyms"
 
 local function usage(msg)
   require("perf.cli").usage("record", msg)

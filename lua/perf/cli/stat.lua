@@ -40,8 +40,8 @@
 -- process does not exist).
 local arg = ...
 local perf = require "perf"
-local F = require "perf.stat_format"
-local split = require("perf.stat").split
+local F = require "perf.counting.stat_format"
+local split = require("perf.counting.stat").split
 
 local ESRCH = require("perf.core").errno.ESRCH
 
@@ -132,9 +132,9 @@ if target and target.cgroup then                  -- on every CPU (-a), or those
   local cgroups
   events, cgroups = require("perf.cli.stat_cgroups")(in_order)
   if not events then usage(cgroups) end
-  local dirs = require "perf.cgroup"
+  local dirs = require "perf.event.cgroup"
   for _, name in ipairs(cgroups) do
-    if name and not require("perf.fs").isdir(dirs.dir(name)) then
+    if name and not require("perf.util.fs").isdir(dirs.dir(name)) then
       usage("no access to cgroup " .. dirs.dir(name))
     end
   end
@@ -197,7 +197,7 @@ end
 
 if not interval then                                 -- perf stat -I prints no totals
   local summary = F.summary(results)
-  local what = target and not target.cgroup and { title = require("perf.processes").describe(target) }
+  local what = target and not target.cgroup and { title = require("perf.counting.processes").describe(target) }
     or cpus and "CPU(s) " .. cpus or (all_cpus or target) and "system wide" or argv
   out:write(json and F.json(summary) or sep and F.csv(summary, sep) or F.text(summary, what))
 end

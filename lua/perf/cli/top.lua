@@ -16,9 +16,9 @@
 -- restores the terminal. Not on a terminal, a report is printed for each
 -- refresh. The counts are those of the last refresh period.
 local arg = ...
-local cpus = require "perf.cpus"
-local elf = require "perf.elf"
-local kallsyms = require "perf.kallsyms"
+local cpus = require "perf.counting.cpus"
+local elf = require "perf.util.elf"
+local kallsyms = require "perf.util.kallsyms"
 local cli = require "perf.cli"
 
 local function usage(msg) cli.usage("top", msg) end
