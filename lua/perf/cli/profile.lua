@@ -265,7 +265,7 @@ end
 local o = parse(arg)
 check_output(o)
 if o.attach then
-  os.exit(require("perf.cli.profile_attach")(perf, o.attach, o.opts, o.args, o.out, o.top, o.base))
+  os.exit(require("perf.cli.profile_attach")(o.attach, o.opts, o.args, o.out, o.top, o.base))
 end
 if o.base then o.base_text = read_base(o.base) end
 if o.opts.freq and o.opts.event ~= "timer" then o.opts.freq = cli.max_freq(o.opts.freq) end

@@ -1,4 +1,7 @@
--- perf.base: what the front (`perf`) and the modules under it share: an
+--- Documented on the perf page.
+-- @submodule perf
+
+-- perf.event.base: what the front (`perf`) and the modules under it share: an
 -- event spec to an attr with perf's defaults, opening it, and the small
 -- helpers for messages and handles. It requires nothing above it, so
 -- perf.group, perf.stat, perf.cpus, ... use it without loading the front.
@@ -22,17 +25,29 @@ local function read_format()
   return default_read_format
 end
 
--- Whether `v` is an event handle (a `perf.event` userdata).
+--- Whether `v` is an event handle (a `perf.event` userdata).
+-- @param v any value
+-- @treturn boolean
+-- @function is_event
+-- @usage assert(perf.is_event(perf.open "task-clock"))
 local function is_event(v)
   local mt = getmetatable(v)
   return type(mt) == "table" and mt.__name == "perf.event"
 end
 M.is_event = is_event
 
-
--- An event spec to the attr table `perf.open` passes to the core, with
+--- An event spec to the attr table `perf.open` passes to the core, with
 -- the defaults applied (`disabled = true`, the default `read_format`).
--- `[1]` is a perf-syntax string the other fields refine
+-- @param spec a perf-syntax string, an attr table, an attr table whose
+-- `[1]` is a perf-syntax string the other fields refine, or an event (its
+-- attr, under its name)
+-- @treturn[1] table the attr (kernel field names, integer type and config)
+-- @treturn[1] string its display name (nil when it has none)
+-- @treturn[1] table the fields that are not attr fields (`name`, `scale`, `unit`)
+-- @return[2] nil, message, errno when tracefs cannot be read
+-- @raise on a malformed spec or an unknown field
+-- @usage local attr, name = perf.attr "page-faults:u"
+-- @function attr
 function M.attr(spec)
   local attr
   if is_event(spec) then            -- an event: its attr, under its name
@@ -73,8 +88,12 @@ local function target_of(target)
   return copy
 end
 
--- An error message without the library's own "perf/x.lua:N:" position,
+--- An error message without the library's own "perf/x.lua:N:" position,
 -- so that misuse raises at the caller's line.
+-- @param msg an error value (strings are stripped, others returned as they are)
+-- @return the message
+-- @function strip_position
+-- @usage error(perf.strip_position(msg), 2)
 local function strip(msg)
   if type(msg) ~= "string" then return msg end
   return (msg:gsub("^[^%s:]*perf/[%w_/]+%.lua:%d+: ", ""))
@@ -111,23 +130,31 @@ function M.user_name(name)
   return name .. ":u"
 end
 
--- Opens an event (`perf_event_open(2)`), disabled unless the attr says
+--- Opens an event (`perf_event_open(2)`), disabled unless the attr says
 -- `disabled = false`; a group member opens enabled, so that enabling its
 -- leader starts it.
+-- @param spec a string in perf's event syntax (`"task-clock"`,
 -- `"page-faults:u"`, `"sched:sched_switch"`, `"r01c2"`,
 -- `"mem:0x1000/8:w"`), a table of `perf_event_attr` fields under their
 -- kernel names, or such a table whose `[1]` is a perf-syntax string
--- *thread* to the kernel; -1 any), `cpu` (default -1, any), `group` (an
+-- @tparam[opt] table target `pid` (default 0, this thread; a pid is one
+-- *thread* to the kernel: count a whole process, its threads and those it
+-- starts, with `perf.stat({ pid = P }, ...)`; -1 any), `cpu` (default -1, any), `group` (an
 -- event or group to join), `cgroup` (a cgroup directory),
 -- `flags` (`{"fd_no_group", "fd_output"}`)
+-- @treturn[1] perf.core.event the event handle
+-- @return[2] nil, message, errno: what the kernel refused, with the
 -- errno name and a hint (`ENOENT`: no such event or PMU here; `EACCES`:
 -- `perf_event_paranoid`; `EINVAL`: a field this kernel refuses)
+-- @raise on misuse: a malformed event string (pointing at the position),
 -- an unknown attr field (with the nearest valid name), a bad type
+-- @usage
 -- local ev <close> = assert(perf.open "syscalls:sys_enter_openat")
 -- ev:enable()
 -- for _ = 1, 3 do io.open("/dev/null"):close() end
 -- ev:disable()
 -- assert(ev:read() == 3)
+-- @function open
 function M.open(spec, target)
   if target ~= nil and type(target) ~= "table" then
     error(("perf.open: target must be a table ({ pid =, cpu =, group =, cgroup =, flags = }), got %s")

@@ -20,6 +20,8 @@
 -- (sample_period = 1) unless the attr says otherwise. The uprobe PMU needs
 -- CAP_PERFMON (or root) whatever perf_event_paranoid says.
 
+local core = require "perf.core"
+local evbase = require "perf.event.base"
 local elf = require "perf.util.elf"
 local pmus = require "perf.event.pmu"
 local fs = require "perf.util.fs"
@@ -27,7 +29,7 @@ local nearest = require "perf.util.nearest"
 
 local options = require "perf.util.options"
 
-local E = require("perf.core").errno
+local E = core.errno
 
 local M = {}
 
@@ -80,8 +82,8 @@ end
 
 -- The file offset, within `path`, of the code an IFUNC symbol resolved to
 -- in this process (dlsym gives its address, /proc/self/maps its file).
-function M.ifunc_target(perf, path, sym)
-  local addr = perf.symbol(sym, path)
+function M.ifunc_target(path, sym)
+  local addr = core.symbol(sym, path)
   if not addr then return nil end
   for line in (fs.read("/proc/self/maps") or ""):gmatch("[^\n]+") do
     local lo, hi, off, file = line:match("^(%x+)%-(%x+)%s+%S+%s+(%x+)%s+%S+%s+%d+%s+(%S+)")
@@ -98,7 +100,7 @@ end
 
 -- Builds the attr and target of a uprobe. Raises on misuse; returns nil,
 -- message, errno when the binary, the symbol or the uprobe PMU is missing.
-function M.attr(perf, binary, where, opts)
+function M.attr(binary, where, opts)
   opts = opts or {}
   if type(binary) ~= "string" then
     error(("perf.uprobe: expected the binary's path or name, got %s"):format(type(binary)), 3)
@@ -135,7 +137,7 @@ function M.attr(perf, binary, where, opts)
     offset, label = s.offset + add, where
     if s.type == "ifunc" then
       -- the symbol is a resolver: probe the implementation it chose here
-      local impl = M.ifunc_target(perf, path, sym)
+      local impl = M.ifunc_target(path, sym)
       if not impl then
         error(("perf.uprobe: %s in %s is an IFUNC (its code is chosen when the " ..
           "library loads) and this process has not loaded it: probe the " ..
@@ -309,10 +311,10 @@ end
 -- ev:enable() os.getenv("HOME") ev:disable()
 -- print(ev:read())                                 --> 1 ...
 -- @function uprobe
-function M.uprobe(perf, binary, where, opts)
-  local attr, target, errno = M.attr(perf, binary, where, opts)
+function M.uprobe(binary, where, opts)
+  local attr, target, errno = M.attr(binary, where, opts)
   if not attr then return nil, target, errno end
-  return perf.open(attr, target)
+  return evbase.open(attr, target)
 end
 
 return M

@@ -20,6 +20,7 @@
 -- says otherwise (exclude_kernel and exclude_hv default to true), and
 -- sample every hit (sample_period = 1).
 
+local core = require "perf.core"
 local options = require "perf.util.options"
 local base = require "perf.event.base"
 
@@ -59,7 +60,7 @@ end
 
 -- Builds the attr and target of a watchpoint. Raises on misuse; returns
 -- nil, message, errno when a symbol cannot be found.
-function M.attr(perf, where, opts)
+function M.attr(where, opts)
   opts = opts or {}
   if type(opts) ~= "table" then
     error(("perf.watch: options must be a table, not %s"):format(type(opts)), 3)
@@ -69,11 +70,11 @@ function M.attr(perf, where, opts)
   if math.type(where) == "integer" then
     addr = where
   elseif kind == "string" then
-    local a, msg, errno = perf.symbol(where, opts.library)
+    local a, msg, errno = core.symbol(where, opts.library)
     if not a then return nil, msg, errno end
     addr, what, is_symbol = a, where, true
   elseif kind == "userdata" then
-    addr = perf.addressof(where)
+    addr = core.addressof(where)
   else
     error(("perf.watch: expected an address, a symbol name or a userdata, got %s")
       :format(math.type(where) or kind), 3)
@@ -135,10 +136,10 @@ end
 -- ev:enable() os.getenv("HOME") ev:disable()
 -- print(ev:read())                                 --> 1 ...
 -- @function watch
-function M.watch(perf, where, opts)
-  local attr, target, errno = M.attr(perf, where, opts)
+function M.watch(where, opts)
+  local attr, target, errno = M.attr(where, opts)
   if not attr then return nil, target, errno end
-  return perf.open(attr, target)
+  return base.open(attr, target)
 end
 
 return M

@@ -173,11 +173,11 @@ local function stop_tracers(self)
 end
 
 --- attach.profiler(perf, target, opts) -> a stopped profiler of target
-function M.profiler(perf, target, opts, level)
+function M.profiler(target, opts, level)
   level = level or 3
   opts = check_options(opts, level + 1)
   local targets = targets_of(target, level + 1)
-  local attr, name, freq, period = require("perf.profiling.profile").sampling_attr(perf, opts, level + 1)
+  local attr, name, freq, period = require("perf.profiling.profile").sampling_attr(opts, level + 1)
   if not attr then return nil, name, freq end
   -- as perf record does for a user the kernel keeps out: user space only
   local user_only = not target_info.may_see_kernel()
@@ -302,11 +302,11 @@ local function wait(p, opts, waiter)
 end
 
 --- attach.profile(perf, target, opts) -> prof | nil, msg, errno
-function M.profile(perf, target, opts)
+function M.profile(target, opts)
   if opts == nil or (type(opts) == "table" and opts.duration == nil and opts.command == nil) then
     option_error("profiling a running process needs opts.duration (seconds) or opts.command (an argv list)", 3)
   end
-  local p, msg, errno = M.profiler(perf, target, opts, 3)
+  local p, msg, errno = M.profiler(target, opts, 3)
   if not p then return nil, msg, errno end
   local p_ <close> = p
   -- SIGINT and SIGTERM are taken from here on (a waiter on this process,

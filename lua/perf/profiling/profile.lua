@@ -18,6 +18,8 @@
 -- lines, folded stacks and reports.
 
 local core = require "perf.core"
+local evbase = require "perf.event.base"
+local capabilities = require "perf.event.capabilities"
 local nearest = require "perf.util.nearest"
 
 local M = {}
@@ -84,9 +86,9 @@ end
 -- opts.period, or the event's own, or the default for its kind: attr,
 -- name, freq, period, note (a capped frequency); or nil, message, errno. Raises at `level` for a
 -- malformed event.
-function M.sampling_attr(perf, opts, level)
-  local ok, attr, name, extra = pcall(perf.attr, opts.event or "cpu-clock")
-  if not ok then error("perf.profile: " .. perf.strip_position(attr), level) end
+function M.sampling_attr(opts, level)
+  local ok, attr, name, extra = pcall(evbase.attr, opts.event or "cpu-clock")
+  if not ok then error("perf.profile: " .. evbase.strip_position(attr), level) end
   if not attr then return nil, "perf.profile " .. name, extra end
   local freq, period
   if opts.freq then
@@ -138,9 +140,9 @@ Profiler.__index = Profiler
 -- print(p:stop())
 -- @function profiler
 
-function M.profiler(perf, opts)
+function M.profiler(opts)
   if type(opts) == "table" and (opts.pid ~= nil or opts.tid ~= nil) then
-    return require("perf.profiling.attach").profiler(perf, { pid = opts.pid, tid = opts.tid }, opts)
+    return require("perf.profiling.attach").profiler({ pid = opts.pid, tid = opts.tid }, opts)
   end
   opts = check_options(opts)
   local modes = require "perf.profiling.profile_modes"
@@ -148,7 +150,7 @@ function M.profiler(perf, opts)
   local mode = modes.check(opts)
   local cattrs, cnames, cerrno
   if opts.counters ~= nil then
-    cattrs, cnames, cerrno = modes.counter_attrs(perf, opts.counters)
+    cattrs, cnames, cerrno = modes.counter_attrs(opts.counters)
     if not cattrs then return nil, cnames, cerrno end
   end
   local function handle(p, msg, errno)             -- made by perf.profile_modes
@@ -156,14 +158,14 @@ function M.profiler(perf, opts)
     p = setmetatable(p, Profiler)
     p.state = core.profile_state(p.event, nil)
     local ok
-    ok, msg, errno = modes.attach(perf, p, cattrs, cnames)   -- counters, read at each charge
+    ok, msg, errno = modes.attach(p, cattrs, cnames)   -- counters, read at each charge
     if not ok then p:close() return nil, msg, errno end
     return p
   end
   if mode ~= "cpu" or opts.event == "timer" then   -- alloc, off-cpu, wall, timer
-    return handle(modes.open(perf, opts))
+    return handle(modes.open(opts))
   end
-  local attr, name, freq, period, note = M.sampling_attr(perf, opts, 4)
+  local attr, name, freq, period, note = M.sampling_attr(opts, 4)
   if not attr then return nil, name, freq end
   local notes = { note }
   local sample_type = {}
@@ -182,15 +184,15 @@ function M.profiler(perf, opts)
   if #sample_type == 0 and not freq then sample_type[1] = "tid" end
   if #sample_type > 0 then attr.sample_type = sample_type end
   attr.name = name
-  local ev, msg, errno = perf.open(attr)
+  local ev, msg, errno = evbase.open(attr)
   -- refused for counting the kernel too (perf_event_paranoid): user space
   -- only, as perf retries
   local user = not ev and require("perf.event.base").user_only(attr, errno)
-  local uev = user and perf.open(user)
+  local uev = user and evbase.open(user)
   if uev then
     ev, name = uev, require("perf.event.base").user_name(name)
     notes[#notes + 1] = ("kernel-mode sampling is not permitted here (perf_event_paranoid %s): user space only")
-      :format(tostring(perf.capabilities().paranoid))
+      :format(tostring(capabilities.get().paranoid))
   end
   if not ev and modes.timer_replaces(attr, errno, opts) then
     return handle(modes.timer(freq or math.max(1, 1000000000 // period),
@@ -204,7 +206,7 @@ function M.profiler(perf, opts)
   local p = setmetatable({ event = ev, name = name, freq = freq, note = notes[1] and table.concat(notes, "; "),
     period = period, native = opts.native and true or false, restarts = restarts }, Profiler)
   if cattrs then
-    p.counters, msg, errno = modes.join(perf, ev, cattrs, cnames)
+    p.counters, msg, errno = modes.join(ev, cattrs, cnames)
     if not p.counters then ev:close() return nil, msg, errno end
   end
   if opts.native or cattrs then
@@ -360,10 +362,10 @@ end
 
 -- pcall(fn, ...)'s results, packed (under perf.profile's pcall: packing
 -- may fail too); fn is called by pcall so that it keeps no name of ours
-function M.profile(perf, fn, opts, ...)
+function M.profile(fn, opts, ...)
   local mt = getmetatable(fn)
   if type(fn) == "table" and not (type(mt) == "table" and mt.__call) then
-    return require("perf.profiling.attach").profile(perf, fn, opts)    -- { pid = P } or { tid = T }
+    return require("perf.profiling.attach").profile(fn, opts)    -- { pid = P } or { tid = T }
   end
   if type(fn) ~= "function" and not (type(mt) == "table" and mt.__call) then
     error(("perf.profile: function expected, got %s"):format(type(fn)), 3)
@@ -372,8 +374,8 @@ function M.profile(perf, fn, opts, ...)
     error("perf.profile: another profiler is running: profilers do not nest (stop it first)", 3)
   end
   -- misuse in opts raises at the caller's line, as perf.profiler's does
-  local ok, p, msg, errno = pcall(M.profiler, perf, opts)
-  if not ok then error(perf.strip_position(p), 2) end
+  local ok, p, msg, errno = pcall(M.profiler, opts)
+  if not ok then error(evbase.strip_position(p), 2) end
   if not p then return nil, msg, errno end
   local ran, prof, results = pcall(M.run, p, nil, fn, ...)
   p:close()

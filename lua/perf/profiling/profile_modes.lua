@@ -12,6 +12,7 @@
 -- stops before it.
 
 local core = require "perf.core"
+local base = require "perf.event.base"
 local nearest = require "perf.util.nearest"
 
 local M = {}
@@ -53,9 +54,9 @@ end
 local sig_data = 0x70726f66000000
 
 -- A context-switch event whose signal comes when the thread runs again.
-local function switches(perf)
+local function switches()
   sig_data = sig_data + 1
-  local ev, msg, errno = perf.open { type = "software", config = "context-switches",
+  local ev, msg, errno = base.open { type = "software", config = "context-switches",
     sample_period = 1, sigtrap = true, remove_on_exec = true, sig_data = sig_data,
     name = "context-switches" }
   if not ev and (errno == core.errno.EACCES or errno == core.errno.EPERM) then
@@ -72,8 +73,8 @@ local function switches(perf)
   return ev
 end
 
-local function cpu_clock(perf, freq, period)
-  local ev, msg, errno = perf.open { type = "software", config = "cpu-clock",
+local function cpu_clock(freq, period)
+  local ev, msg, errno = base.open { type = "software", config = "cpu-clock",
     freq = freq and true or nil, sample_freq = freq, sample_period = period, name = "cpu-clock" }
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   local ok
@@ -122,7 +123,7 @@ function M.timer(freq, note)
 end
 
 -- M.open(perf, opts) -> fields | nil, message, errno
-function M.open(perf, opts)
+function M.open(opts)
   local mode = M.check(opts)
   if opts.event == "timer" then
     if opts.period then error("perf.profile: the timer samples by freq (Hz of CPU time), not period", 4) end
@@ -135,7 +136,7 @@ function M.open(perf, opts)
     fields.extra = setmetatable({ c = core.profile_alloc(fields.period), events = {} }, Extra)
     return fields
   end
-  local cs, msg, errno = switches(perf)
+  local cs, msg, errno = switches()
   if not cs then return nil, msg, errno end
   local clock = core.profile_clock(mode)
   if mode == "off-cpu" then
@@ -146,7 +147,7 @@ function M.open(perf, opts)
   -- wall: cpu-clock samples, plus the switches
   local freq = opts.freq or (not opts.period and WALL_FREQ) or nil
   local ev
-  ev, msg, errno = cpu_clock(perf, freq, opts.period)
+  ev, msg, errno = cpu_clock(freq, opts.period)
   if not ev then cs:close() return nil, msg, errno end
   clock:follow(cs)
   fields.name, fields.freq, fields.period, fields.event = "cpu-clock", freq, opts.period, ev
@@ -221,14 +222,14 @@ end
 -- The attrs and names of opts.counters; raises on misuse (at the level of
 -- perf.profiler's caller, before any event is open), nil, message, errno
 -- where tracefs cannot be read.
-function M.counter_attrs(perf, list)
+function M.counter_attrs(list)
   if type(list) ~= "table" or #list == 0 then
     error(("perf.profile: counters must be a list of events, got %s"):format(type(list)), 3)
   end
   local attrs, names = {}, {}
   for i, spec in ipairs(list) do
-    local ok, attr, name, errno = pcall(perf.attr, spec)
-    if not ok then error("perf.profile: counters: " .. perf.strip_position(attr), 3) end
+    local ok, attr, name, errno = pcall(base.attr, spec)
+    if not ok then error("perf.profile: counters: " .. base.strip_position(attr), 3) end
     if not attr then return nil, "perf.profile: counters: " .. tostring(name), errno end
     attr.name = name
     attrs[i], names[i] = attr, name
@@ -239,7 +240,7 @@ end
 -- Opens the counters: members of `leader`'s group (their values ride in
 -- its samples), or, with no leader, a group of their own (first one
 -- leading) enabled once, for good. nil, message, errno on failure.
-local function open_counters(perf, attrs, names, leader)
+local function open_counters(attrs, names, leader)
   local events = {}
   local function fail(msg, errno)
     for j = #events, 1, -1 do events[j]:close() end
@@ -249,11 +250,11 @@ local function open_counters(perf, attrs, names, leader)
     local group = leader or events[1]
     if leader then attr.disabled = false end   -- enabled: the leader gates them
     local target = group and { group = group } or nil
-    local ev, msg, errno = perf.open(attr, target)
+    local ev, msg, errno = base.open(attr, target)
     -- refused for counting the kernel too (perf_event_paranoid): user
     -- space only, as perf stat retries
     local user = not ev and require("perf.event.base").user_only(attr, errno)
-    local uev = user and perf.open(user, target)
+    local uev = user and base.open(user, target)
     if uev then ev, names[i] = uev, require("perf.event.base").user_name(names[i]) end
     if not ev then return fail(msg, errno) end
     events[i] = ev
@@ -272,17 +273,17 @@ end
 -- The counters of opts.counters as members of the sampling event's
 -- group (it samples PERF_SAMPLE_READ with PERF_FORMAT_GROUP|ID into its
 -- ring); nil, message, errno.
-function M.join(perf, leader, attrs, names)
-  return open_counters(perf, attrs, names, leader)
+function M.join(leader, attrs, names)
+  return open_counters(attrs, names, leader)
 end
 
 -- Adds the counters (M.counter_attrs), read with read(2) at each charge,
 -- to the profiler handle p (its extra objects): for the samplers that lead
 -- no group (the timer, alloc, off-cpu and wall modes). true, or nil,
 -- message, errno.
-function M.attach(perf, p, attrs, names)
+function M.attach(p, attrs, names)
   if attrs == nil then return true end
-  local counters, msg, errno = open_counters(perf, attrs, names)
+  local counters, msg, errno = open_counters(attrs, names)
   if not counters then return nil, msg, errno end
   local extras = setmetatable({}, Extras)
   if p.extra then extras[1] = p.extra end

@@ -15,6 +15,8 @@
 -- map, so perf report names every sample. With `output`, the records go
 -- to a perf.data file (perf.data_writer); without, they are only counted.
 local core = require "perf.core"
+local parse = require "perf.event.parse"
+local cpus = require "perf.counting.cpus"
 local writer = require "perf.recording.data_writer"
 local nearest = require "perf.util.nearest"
 
@@ -70,8 +72,8 @@ local function event_list(events)
 end
 
 -- The spec perf.open takes for event e, sampling as perf record would.
-local function spec_of(perf, e, opts, first)
-  local attr = type(e) == "string" and perf.parse(e) or e
+local function spec_of(e, opts, first)
+  local attr = type(e) == "string" and parse.parse(e) or e
   local spec = {}
   for k, v in pairs(attr) do spec[k] = v end
   local sample_type = {}
@@ -154,7 +156,7 @@ end
 --   { stdout = "/dev/null", output = "/tmp/ls.data" }))
 -- print(r)   --> perf.record: 34 samples of syscalls:sys_enter_openat (0 lost), exit 0, ...
 -- @function record
-function M.record(perf, argv, events, opts)
+function M.record(argv, events, opts)
   if type(argv) ~= "table" or type(argv[1]) ~= "string" then
     error("perf.record: argv must be a list of strings (the command)", 2)
   end
@@ -168,16 +170,16 @@ function M.record(perf, argv, events, opts)
   local sets, names, all, rings = {}, {}, { rings = {} }, {}
   local target = { pid = opts.all_cpus and -1 or pid }
   if opts.cpus then
-    target.cpus = type(opts.cpus) == "string" and perf.cpus.parse_list(opts.cpus) or opts.cpus
+    target.cpus = type(opts.cpus) == "string" and cpus.parse_list(opts.cpus) or opts.cpus
   end
   for i, e in ipairs(list) do
-    local spec, name = spec_of(perf, e, opts, i == 1)
+    local spec, name = spec_of(e, opts, i == 1)
     local set
-    set, msg, errno = perf.cpus.open(spec, target)
+    set, msg, errno = cpus.open(spec, target)
     -- refused for sampling the kernel too (perf_event_paranoid): user
     -- space only, as perf record retries
     local user = not set and not opts.all_cpus and require("perf.event.base").user_only(spec, errno)
-    local uset = user and perf.cpus.open(user, target)
+    local uset = user and cpus.open(user, target)
     if uset then set, name = uset, require("perf.event.base").user_name(name) end
     if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
     sets[#sets + 1], names[#names + 1] = set, name

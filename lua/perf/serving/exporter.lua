@@ -216,7 +216,7 @@ end
 -- @raise on misuse: an unknown option, two targets, a malformed event
 -- @usage local e = assert(perf.exporter { events = "page-faults", all_cpus = true })
 -- @function exporter
-function M.new(perf, opts)
+function M.new(opts)
   local ok, o, events = pcall(check, opts)
   if not ok then error(require("perf.event.base").strip_position(o), 2) end
   local max = o.max_seconds or 60
@@ -231,7 +231,7 @@ function M.new(perf, opts)
   local places
   places, msg, errno = places_of(o)
   if not places then return nil, msg, errno end
-  local e = setmetatable({ perf = perf, places = places, notes = {}, last = {}, max_seconds = max,
+  local e = setmetatable({ places = places, notes = {}, last = {}, max_seconds = max,
     profile_defaults = o.profile or {}, pid = o.pid ~= own_pid() and o.pid or nil, names = {} }, Exporter)
   ok, msg, errno = open_all(e, units)
   if not ok then return nil, msg, errno end

@@ -21,6 +21,9 @@
 -- refusal and error is one line of the log (opts.log, default standard
 -- error); so is the start, saying whether the address is reachable from the
 -- network (anything but loopback), and the stop.
+local core = require "perf.core"
+local base = require "perf.event.base"
+local exporter = require "perf.serving.exporter"
 local http = require "perf.serving.serve_http"
 
 local M = {}
@@ -100,16 +103,16 @@ end
 -- @return[2] nil, message, errno (no LuaSocket, an event that cannot be
 -- opened, an address that cannot be bound)
 -- @function server
-function M.new(perf, opts)
+function M.new(opts)
   local ok, o, host, port = pcall(check, opts)
-  if not ok then error(perf.strip_position(o), 2) end
+  if not ok then error(base.strip_position(o), 2) end
   local has, socket = pcall(require, "socket")
-  if not has then return nil, "perf.serve " .. M.NO_SOCKET, perf.core.errno.ENOENT end
+  if not has then return nil, "perf.serve " .. M.NO_SOCKET, core.errno.ENOENT end
   local eopts = {}
   for _, k in ipairs(EXPORTER_OPTS) do eopts[k] = o[k] end
   local e, msg, errno
-  ok, e, msg, errno = pcall(perf.exporter, eopts)
-  if not ok then error(perf.strip_position(e):gsub("^perf%.exporter", "perf.serve"), 2) end
+  ok, e, msg, errno = pcall(exporter.new, eopts)
+  if not ok then error(base.strip_position(e):gsub("^perf%.exporter", "perf.serve"), 2) end
   if not e then return nil, msg, errno end
   local sock, err = socket.bind(host, port, 128)
   if not sock then
@@ -396,9 +399,9 @@ end
 -- @treturn[1] integer the signal that stopped it
 -- @return[2] nil, message, errno when it cannot start
 -- @function serve
-function M.serve(perf, opts)
-  local ok, srv, msg, errno = pcall(M.new, perf, opts)
-  if not ok then error(perf.strip_position(srv), 2) end
+function M.serve(opts)
+  local ok, srv, msg, errno = pcall(M.new, opts)
+  if not ok then error(base.strip_position(srv), 2) end
   if not srv then return nil, msg, errno end
   local sig = srv:run()
   srv:close()

@@ -11,6 +11,9 @@
 -- runs meanwhile. For another process (the exporter's pid) it is the
 -- attach of perf.profiler { pid = P }; where this build has none, or it
 -- refuses, start returns nil, a message saying why, and 501 or 503.
+local core = require "perf.core"
+local profile = require "perf.profiling.profile"
+
 local M = {}
 
 local OPTS = { event = true, freq = true, wait = true }
@@ -45,7 +48,7 @@ end
 local function attach(e, popts)
   local pid = type(e.pid) == "table" and e.pid[1] or e.pid
   popts.pid = pid
-  local ok, p, msg = pcall(e.perf.profiler, popts)
+  local ok, p, msg = pcall(profile.profiler, popts)
   if not ok then
     if tostring(p):find("unknown option 'pid'", 1, true) then
       return nil, ("profiling process %d needs the attach-by-pid profiler "
@@ -69,11 +72,11 @@ function M.start(e, secs, opts)
     p, msg, status = attach(e, popts)
     if not p then return nil, msg, status end
   else
-    if e.perf.core.profile_running() then
+    if core.profile_running() then
       return nil, "another profiler is running in this process: profiles do not nest", 503
     end
     local ok
-    ok, p, msg = pcall(e.perf.profiler, popts)
+    ok, p, msg = pcall(profile.profiler, popts)
     if not ok then return nil, require("perf.event.base").strip_position(p), 400 end
     if not p then return nil, "cannot profile: " .. tostring(msg), 503 end
   end
