@@ -8,6 +8,9 @@
 -- Exit codes are perf's: 0, or the measured command's status; 129 for a
 -- usage error (perf's parse-options); 1 for an unknown command or a
 -- failure.
+local core = require "perf.core"
+local perf = require "perf"
+
 local cli = {}
 
 -- name, summary: in the order `perf-lua --help` lists them
@@ -90,7 +93,7 @@ function cli.unknown_option(name, opt)
     for _, o in ipairs(cli.options(name)) do
       if o:match("^%-%-") then long[#long + 1] = o end
     end
-    hint = require("perf.core").did_you_mean(opt, long)
+    hint = core.did_you_mean(opt, long)
   end
   cli.usage(name, ("unknown option '%s'%s"):format(opt, hint))
 end
@@ -115,7 +118,7 @@ end
 -- perf's limit on -F: above the kernel's maximum rate, the maximum, with
 -- perf's warning.
 function cli.max_freq(hz)
-  local max_rate = require("perf").capabilities().max_sample_rate
+  local max_rate = perf.capabilities().max_sample_rate
   if not (max_rate and hz > max_rate) then return hz end
   io.stderr:write(("warning: Maximum frequency rate (%d Hz) exceeded, throttling from %d Hz to %d Hz.\n"
     .. "         The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate.\n"
@@ -142,7 +145,7 @@ function cli.main(args)
     io.stdout:write(cli.main_help())
     return name and 0 or 1
   elseif name == "-v" or name == "--version" then
-    io.stdout:write(("perf-lua version %s (%s)\n"):format(require("perf.core").version, _VERSION))
+    io.stdout:write(("perf-lua version %s (%s)\n"):format(core.version, _VERSION))
     return 0
   elseif name == "help" then
     if args[2] == nil then

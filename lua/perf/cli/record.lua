@@ -28,9 +28,11 @@ local arg = ...
 local perf = require "perf"
 local elf = require "perf.util.elf"
 local kallsyms = require "perf.util.kallsyms"
+local cli = require "perf.cli"
+local core = require "perf.core"
 
 local function usage(msg)
-  require("perf.cli").usage("record", msg)
+  cli.usage("record", msg)
 end
 
 -- ---- options ----
@@ -42,7 +44,6 @@ do
   local i = 1
   while i <= #arg do
     local a = long[arg[i]] or arg[i]
-    local cli = require "perf.cli"
     local function value() local v v, i = cli.value("record", arg, i) return v end
     local function count() local n n, i = cli.count("record", arg, i) return n end
     if a == "--" then
@@ -263,7 +264,7 @@ local function exit()
   io.stderr:flush()
   local signo = result.signo or result.interrupted_signo
   if signo then
-    require("perf.core").reraise(signo)
+    core.reraise(signo)
     os.exit(128 + signo)
   end
   if math.type(result.status) == "integer" and result.status ~= 0 then os.exit(result.status) end

@@ -44,9 +44,10 @@ local F = require "perf.counting.stat_format"
 local split = require("perf.counting.stat").split
 
 local ESRCH = require("perf.core").errno.ESRCH
+local cli = require "perf.cli"
 
 local function usage(msg)
-  require("perf.cli").usage("stat", msg)
+  cli.usage("stat", msg)
 end
 
 -- perf stat's long option names

@@ -18,6 +18,11 @@
 local core = require "perf.core"
 local glob = require "perf.event.glob"
 local base = require "perf.event.base"
+local capabilities = require "perf.event.capabilities"
+local cgroup = require "perf.event.cgroup"
+local nearest = require "perf.util.nearest"
+local parse = require "perf.event.parse"
+local uprobe = require "perf.event.uprobe"
 
 local M = {}
 
@@ -34,7 +39,7 @@ end
 local lost_supported
 local function lost_bit()
   if lost_supported == nil then
-    lost_supported = require("perf.event.capabilities").read_lost() and FORMAT.lost or 0
+    lost_supported = capabilities.read_lost() and FORMAT.lost or 0
   end
   return lost_supported
 end
@@ -48,7 +53,7 @@ function M.specs(events, who)
     local list, msg, errno = glob.expand(events)
     if not list then return nil, who .. " " .. msg, errno end
     if #list > 1 then return list end
-    local r = require("perf.event.parse").parse(list[1])
+    local r = parse.parse(list[1])
     if r.group then return r end
     return list
   end
@@ -107,7 +112,7 @@ end
 local function open_one(e, target, opts, notes)
   local attr, probe, perr = e.attr
   if attr.inherit and (math.type(attr.type) ~= "integer" or attr.type > 5) then
-    attr, probe, perr = require("perf.event.uprobe").inheritable(attr, e.name)
+    attr, probe, perr = uprobe.inheritable(attr, e.name)
     if not attr then return nil, probe, perr end
   end
   local ev, msg, errno = core.open(attr, target, e.name)
@@ -120,11 +125,11 @@ local function open_one(e, target, opts, notes)
     end
   end
   if probe then
-    if ev then require("perf.event.uprobe").bind(probe, ev) else probe:remove() end
+    if ev then uprobe.bind(probe, ev) else probe:remove() end
   end
   if ev then return ev end
   if type(target) == "table" and type(target.cgroup) == "string" then
-    msg = require("perf.event.cgroup").advise(msg, errno, target.cgroup)
+    msg = cgroup.advise(msg, errno, target.cgroup)
   end
   return nil, msg, errno
 end
@@ -249,7 +254,7 @@ function M.new(events, target)
         error("perf.group: target.group is not supported: add a member to a group "
           .. "with perf.open(event, { group = g })", 0)
       end
-      require("perf.util.nearest").check_keys(target, TARGET_KEYS, "perf.group: unknown target field",
+      nearest.check_keys(target, TARGET_KEYS, "perf.group: unknown target field",
         0, "; fields: pid, cpu, cgroup, flags")
     end
     return M.resolve(events, "perf.group")

@@ -24,6 +24,8 @@
 -- The group is reset before fn's bracket and each member's times are read
 -- before and after it, so the results cover that bracket alone.
 local group = require "perf.counting.group"
+local base = require "perf.event.base"
+local core = require "perf.core"
 
 local M = {}
 
@@ -117,7 +119,7 @@ local function check_fn(fn, who)
 end
 
 local function raise_at_caller(ok, ...)
-  if not ok then error(require("perf.event.base").strip_position((...)), 3) end
+  if not ok then error(base.strip_position((...)), 3) end
   return ...
 end
 
@@ -158,7 +160,7 @@ end
 -- multiplexing by its own times over the bracket, less the overhead (never
 -- below zero); t.overhead holds what was subtracted.
 local function results(g, over, en0, run0)
-  local scale = require("perf.core").scale
+  local scale = core.scale
   local t, applied, seen = {}, over and {} or nil, {}
   for i = 1, #g do
     local v, en, run = g[i]:read()
@@ -181,7 +183,7 @@ local function results(g, over, en0, run0)
   t.overhead = applied
   local notes = g:notes()
   if #notes > 0 then t.notes = notes end
-  return require("perf.core").show(t, "perf.measure")
+  return core.show(t, "perf.measure")
 end
 
 local function deliver(g, over, en0, run0, ok, ...)

@@ -24,6 +24,7 @@ local M = {}
 
 local KEYS = { pid = true, tid = true, cgroup = true }
 local ESRCH, ENOENT = require("perf.core").errno.ESRCH, require("perf.core").errno.ENOENT
+local nearest = require "perf.util.nearest"
 
 --- processes.is_target(t) -> whether t is a target table, not an argv list
 function M.is_target(t)
@@ -37,7 +38,7 @@ end
 --- processes.check(t): raises, naming the mistake, unless t is one target
 function M.check(t)
   local n = 0
-  require("perf.util.nearest").check_keys(t, KEYS, "perf.stat: unknown target field", 0,
+  nearest.check_keys(t, KEYS, "perf.stat: unknown target field", 0,
     "; a target is { pid = P }, { tid = T } or { cgroup = G }")
   for k, v in pairs(t) do
     n = n + 1

@@ -76,6 +76,10 @@ local threads = require "perf.counting.threads"
 local topology = require "perf.counting.topology"
 local measure = require "perf.counting.measure"
 local tool = require "perf.counting.stat_tool"
+local base = require "perf.event.base"
+local capabilities = require "perf.event.capabilities"
+local percpu = require "perf.counting.cpus"
+local nearest = require "perf.util.nearest"
 
 local M = {}
 
@@ -172,7 +176,7 @@ local function check_args(argv, events, opts)
     if type(opts) ~= "table" then
       error(("perf.stat: options must be a table, got %s"):format(type(opts)), 0)
     end
-    require("perf.util.nearest").check_keys(opts, OPTS, "perf.stat: unknown option", 0,
+    nearest.check_keys(opts, OPTS, "perf.stat: unknown option", 0,
       "; options: stdin, stdout, stderr, inherit, all_cpus, cpus, interval, on_interval, "
       .. "aggregate, per_thread, duration, command")
   end
@@ -272,7 +276,7 @@ end
 -- online one), or nil to count the command's tasks. Raises on a bad list.
 local function cpus_of(opts)
   local list = opts.cpus
-  if type(list) == "string" then list = require("perf.counting.cpus").parse_list(list) end
+  if type(list) == "string" then list = percpu.parse_list(list) end
   if list ~= nil then
     local bad = type(list) ~= "table" or #list == 0
     for _, x in ipairs(bad and {} or list) do bad = bad or math.type(x) ~= "integer" or x < 0 end
@@ -281,7 +285,7 @@ local function cpus_of(opts)
         :format(type(opts.cpus) == "string" and ("%q"):format(opts.cpus) or type(opts.cpus)), 0)
     end
   end
-  if list == nil and opts.all_cpus then list = require("perf.counting.cpus").online() end
+  if list == nil and opts.all_cpus then list = percpu.online() end
   if list == nil then return nil end
   local seen, unique = {}, {}                  -- "0,0" counts CPU 0 once
   for _, c in ipairs(list) do
@@ -511,7 +515,7 @@ local function run(argv, events, opts, target)
   local cpus = cpus_of(opts)
   local tlist, cgroups, places, msg, errno
   if target and target.cgroup then       -- on every CPU (or those of opts.cpus)
-    cpus = cpus or require("perf.event.capabilities").online_cpus()
+    cpus = cpus or capabilities.online_cpus()
     cgroups = processes.cgroups(target, #events)
   elseif target then                     -- a process or thread
     tlist, msg, errno = processes.targets(target)
@@ -543,7 +547,7 @@ local function run(argv, events, opts, target)
   -- per thread: the command on each CPU, so that each counter has a ring
   local on_cpus = cpus
   if opts.per_thread and not target then
-    on_cpus, targets = require("perf.event.capabilities").online_cpus(), {}
+    on_cpus, targets = capabilities.online_cpus(), {}
     for k, c in ipairs(on_cpus) do targets[k] = { pid = pid, cpu = c } end
   end
   for u, list in ipairs(units) do
@@ -651,7 +655,7 @@ end
 -- @function stat
 function M.stat(argv, events, opts)
   local ok, list, command, target = pcall(check_args, argv, events, opts)
-  if not ok then error(require("perf.event.base").strip_position(list), 2) end
+  if not ok then error(base.strip_position(list), 2) end
   local kernel, tools = tool.split(list)
   local placeholder = tools and #kernel == 0 and "dummy" or nil
   local r, msg, errno
@@ -661,7 +665,7 @@ function M.stat(argv, events, opts)
     list = placeholder and { placeholder } or kernel
   end
   ok, r, msg, errno = pcall(run, command, list, opts or {}, target)
-  if not ok then error(require("perf.event.base").strip_position(r), 2) end
+  if not ok then error(base.strip_position(r), 2) end
   if not r then return nil, msg, errno end
   if tools then
     tool.merge(r, tools, placeholder, function(e) return given_of[e] end)

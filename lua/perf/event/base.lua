@@ -7,6 +7,9 @@
 -- perf.group, perf.stat, perf.cpus, ... use it without loading the front.
 local core = require "perf.core"
 local capabilities = require "perf.event.capabilities"
+local cgroup = require "perf.event.cgroup"
+local naming = require "perf.event.naming"
+local parse = require "perf.event.parse"
 
 local M = {}
 
@@ -61,7 +64,7 @@ function M.attr(spec)
     for k, v in pairs(spec) do attr[k] = v end
   elseif kind == "string" or kind == "table" then
     local msg, errno
-    attr, msg, errno = require("perf.event.parse").spec(spec)
+    attr, msg, errno = parse.spec(spec)
     if not attr then return nil, msg, errno end     -- tracefs unreadable, ...
   else
     error(("perf.open: event expected (a string or a table), got %s"):format(kind), 2)
@@ -73,7 +76,7 @@ function M.attr(spec)
   local name = extra.name
   if not name and kind == "string" then name = spec end
   if not name and kind == "table" and type(spec[1]) == "string" then name = spec[1] end
-  return attr, name or require("perf.event.naming").name_of(attr), extra
+  return attr, name or naming.name_of(attr), extra
 end
 
 -- target.group may be an event or anything whose [1] is its leader event.
@@ -169,10 +172,12 @@ function M.open(spec, target)
     attr.disabled = false
   end
   -- an inherited uprobe is made in tracefs (see perf.uprobe)
-  local probe
+  local probe, uprobe
   if attr.inherit and (math.type(attr.type) ~= "integer" or attr.type > 5) then
+    -- required here, not at the top: perf.event.uprobe opens through this module (a cycle)
+    uprobe = require "perf.event.uprobe"
     local a, perr
-    ok, a, probe, perr = pcall(require("perf.event.uprobe").inheritable, attr, name)
+    ok, a, probe, perr = pcall(uprobe.inheritable, attr, name)
     if not ok then error(strip(a), 2) end
     if not a then return nil, "perf.open " .. name .. ": " .. probe, perr end
     attr = a
@@ -180,12 +185,12 @@ function M.open(spec, target)
   local ev, msg, errno
   ok, ev, msg, errno = pcall(core.open, attr, target_of(target), name)
   if probe then
-    if ok and ev then require("perf.event.uprobe").bind(probe, ev) else probe:remove() end
+    if ok and ev then uprobe.bind(probe, ev) else probe:remove() end
   end
   if not ok then error(strip(ev), 2) end
   if not ev then
     if type(target) == "table" and type(target.cgroup) == "string" then
-      msg = require("perf.event.cgroup").advise(msg, errno, target.cgroup)
+      msg = cgroup.advise(msg, errno, target.cgroup)
     end
     return nil, msg, errno
   end

@@ -13,6 +13,7 @@ local core = require "perf.core"
 local M = {}
 
 local fs = require "perf.util.fs"
+local tracepoint = require "perf.event.tracepoint"
 local read, exists = fs.read_trimmed, fs.exists
 
 local function number(path)
@@ -21,7 +22,7 @@ end
 
 -- The tracefs directory, or nil and why it is missing.
 function M.tracefs()
-  return require("perf.event.tracepoint").path()
+  return tracepoint.path()
 end
 
 -- The online CPUs, from /sys/devices/system/cpu/online ("0-3,5").

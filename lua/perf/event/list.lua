@@ -19,6 +19,9 @@
 local events = require "perf.event.events"
 local pmus = require "perf.event.pmu"
 local tracepoint = require "perf.event.tracepoint"
+local capabilities = require "perf.event.capabilities"
+local core = require "perf.core"
+local parse = require "perf.event.parse"
 
 local M = {}
 
@@ -45,8 +48,6 @@ local probed = {}       -- "type:config" -> { ok, errno name }
 local probe_fn          -- replaceable for tests
 
 local function core_probe(attr)
-  local ok, core = pcall(require, "perf.core")
-  if not ok then return nil, "no perf.core" end
   local a = { disabled = true }
   for k, v in pairs(attr) do
     if k ~= "name" and k ~= "scale" and k ~= "unit" then a[k] = v end
@@ -137,7 +138,6 @@ local function generic_entries(out)
 end
 
 local function pmu_entries(out)
-  local parse = require "perf.event.parse"
   for _, p in ipairs(pmus.list()) do
     local names = {}
     for ev in pairs(p.events) do names[#names + 1] = ev end
@@ -258,7 +258,7 @@ function M.list(pattern)
     if not filter or filter(e.name, e.kind, e) then
       if e.breakpoints then
         e.breakpoints = nil
-        local cap_ok, caps = pcall(function() return require("perf.event.capabilities").get() end)
+        local cap_ok, caps = pcall(function() return capabilities.get() end)
         e.available = cap_ok and caps.breakpoints or false
         e.why = cap_ok and caps.why and caps.why.breakpoints or nil
       end
@@ -312,7 +312,7 @@ function M.pmus()
       for a, b in pairs(v) do i[a] = b end
       t.event_info[k] = i
     end
-    out[#out + 1] = require("perf.core").show(t, "perf.pmu")
+    out[#out + 1] = core.show(t, "perf.pmu")
   end
   return setmetatable(out, Pmus)
 end

@@ -2,6 +2,7 @@
 -- perf turns the letters into attr fields (for one event, or for every
 -- member of a group on top of the member's own).
 
+local core = require "perf.core"
 local syntax = require "perf.event.syntax"
 
 local fail = syntax.fail
@@ -55,12 +56,10 @@ local max_precise_cache = {}
 -- The highest precise_ip (3 down to 1) the kernel accepts for `a`, probed
 -- by opening it disabled for user space once per type and config, as perf
 -- does for the P modifier; nil when none opens.
-local function max_precise(P, a, pos)
+local function max_precise(a)
   local key = ("%d:%d:%d"):format(a.type, a.config or 0, a.config1 or a.bp_addr or 0)
   local v = max_precise_cache[key]
   if v == nil then
-    local ok, core = pcall(require, "perf.core")
-    if not ok then fail(P.s, pos, "modifier 'P' probes the kernel and needs perf.core") end
     v = false
     for p = 3, 1, -1 do
       local attr = { disabled = true, exclude_kernel = true, exclude_hv = true, precise_ip = p }
@@ -108,7 +107,7 @@ local function apply_modifiers(P, a, mods, group, leader)
     end
     a.precise_ip = p
   end
-  if mods.P then a.precise_ip = max_precise(P, a, mods.pos) end
+  if mods.P then a.precise_ip = max_precise(a) end
   if mods.I then a.exclude_idle = true end
   if mods.S then a.st.read = true end
   if mods.D and leader then a.pinned = true end

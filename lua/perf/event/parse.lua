@@ -27,6 +27,7 @@ local syntax = require "perf.event.syntax"
 local terms = require "perf.event.terms"
 local modifiers = require "perf.event.modifiers"
 local naming = require "perf.event.naming"
+local core = require "perf.core"
 
 local fail, unavailable, misuse, guarded = syntax.fail, syntax.unavailable,
   syntax.misuse, syntax.guarded
@@ -176,7 +177,7 @@ local function resolve_tracepoint(P, sys, ev, pos)
   end
   local id, err, code = tracepoint.id(sys, ev)
   if not id then
-    if code == require("perf.core").errno.ENOENT and tracepoint.path() then
+    if code == core.errno.ENOENT and tracepoint.path() then
       local systems = tracepoint.systems()
       local known = false
       for _, s in ipairs(systems) do if s == sys then known = true end end
@@ -400,7 +401,7 @@ function M.parse(str, level)
   end
   -- not a tail call: the error level counts this frame
   local r = guarded((level or 1) + 1, false, parse_string, str)
-  return require("perf.core").show(r, r.group and "perf.attrs" or "perf.attr")
+  return core.show(r, r.group and "perf.attrs" or "perf.attr")
 end
 
 local generic_types = events.types

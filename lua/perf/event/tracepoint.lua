@@ -8,15 +8,15 @@
 -- use; tests can point it at a fake tree with set_root.
 -- @module perf.tracepoint
 
+local core = require "perf.core"
 local fs = require "perf.util.fs"
+local nearest = require "perf.util.nearest"
+local tracefs = require "perf.event.tracefs"
 
 local M = {}
 
-local tracefs = require "perf.event.tracefs"
--- the prompt form of plain tables, when the C core is there
-local has_core, core = pcall(require, "perf.core")
-local show = has_core and core.show or function(t) return t end
-local E = require("perf.core").errno
+local show = core.show    -- the prompt form of plain tables
+local E = core.errno
 
 local root_override
 
@@ -83,7 +83,6 @@ end
 -- @string event the event
 -- @treturn string the hint, or ""
 function M.near_miss(sys, event)
-  local nearest = require "perf.util.nearest"
   local systems = M.systems()
   for _, s in ipairs(systems) do
     if s == sys then return nearest.hint(event, M.events(sys)) end
@@ -325,7 +324,7 @@ end
 function Tracepoint:check_filter(text)
   local names = {}
   for i, f in ipairs(self.fields) do names[i] = f.name end
-  return require("perf.core").check_filter(self.name, names, text)
+  return core.check_filter(self.name, names, text)
 end
 
 --- Tracepoints by name or format.

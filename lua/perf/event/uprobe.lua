@@ -28,6 +28,7 @@ local fs = require "perf.util.fs"
 local nearest = require "perf.util.nearest"
 
 local options = require "perf.util.options"
+local tracepoint = require "perf.event.tracepoint"
 
 local E = core.errno
 
@@ -167,7 +168,7 @@ function M.attr(binary, where, opts)
 
   -- a uprobe fires in user space only: excluding the kernel changes no count
   -- and lets a refusal say what is really missing (CAP_PERFMON)
-  paths[require("perf.core").addressof(path)] = path
+  paths[core.addressof(path)] = path
   local attr = { type = p.type, config = config, uprobe_path = path,
     probe_offset = offset, sample_period = 1, exclude_kernel = true, exclude_hv = true }
   local target = options.split(opts, attr, OWN_KEYS)
@@ -194,7 +195,7 @@ local Probe = {}
 Probe.__index = Probe
 
 local function events_file()
-  local dir, why, errno = require("perf.event.tracepoint").path()
+  local dir, why, errno = tracepoint.path()
   if not dir then return nil, why, errno end
   return dir .. "/uprobe_events"
 end
@@ -275,7 +276,7 @@ function M.inheritable(attr, name)
   end
   probe.removed = false
   local id
-  id, msg, errno = require("perf.event.tracepoint").id(probe.group, probe.event)
+  id, msg, errno = tracepoint.id(probe.group, probe.event)
   if not id then
     probe:remove()
     return nil, "inherited uprobe: " .. msg, errno

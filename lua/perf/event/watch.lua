@@ -23,6 +23,8 @@
 local core = require "perf.core"
 local options = require "perf.util.options"
 local base = require "perf.event.base"
+local fs = require "perf.util.fs"
+local nearest = require "perf.util.nearest"
 
 local M = {}
 
@@ -33,7 +35,7 @@ local LONG = string.packsize("l")
 local is_x86
 local function x86()
   if is_x86 == nil then
-    local m = require("perf.util.fs").machine()
+    local m = fs.machine()
     is_x86 = m == "x86_64" or m:match("^i%d86$") ~= nil
   end
   return is_x86
@@ -44,7 +46,7 @@ end
 local known_keys
 local function keys()
   if not known_keys then
-    known_keys = require("perf.core").attr_fields()
+    known_keys = core.attr_fields()
     for _, set in ipairs { OWN_KEYS, options.TARGET_KEYS, base.NOT_ATTR } do
       for k in pairs(set) do known_keys[#known_keys + 1] = k end
     end
@@ -55,7 +57,7 @@ end
 
 -- Raises on a key of opts perf.watch does not take, suggesting the nearest.
 local function check_keys(opts)
-  require("perf.util.nearest").check_keys(opts, keys(), "perf.watch: unknown option", 4)
+  nearest.check_keys(opts, keys(), "perf.watch: unknown option", 4)
 end
 
 -- Builds the attr and target of a watchpoint. Raises on misuse; returns

@@ -10,6 +10,8 @@
 local core = require "perf.core"
 local target_info = require "perf.profiling.attach_target"
 local nearest = require "perf.util.nearest"
+local elf = require "perf.util.elf"
+local profile = require "perf.profiling.profile"
 
 local M = {}
 
@@ -177,7 +179,7 @@ function M.profiler(target, opts, level)
   level = level or 3
   opts = check_options(opts, level + 1)
   local targets = targets_of(target, level + 1)
-  local attr, name, freq, period = require("perf.profiling.profile").sampling_attr(opts, level + 1)
+  local attr, name, freq, period = profile.sampling_attr(opts, level + 1)
   if not attr then return nil, name, freq end
   -- as perf record does for a user the kernel keeps out: user space only
   local user_only = not target_info.may_see_kernel()
@@ -186,7 +188,7 @@ function M.profiler(target, opts, level)
   for i, t in ipairs(targets) do
     local info, msg, errno = target_info.inspect(t.pid, t.tid)
     if not info then return nil, "perf.profile: " .. msg, errno end
-    info.locate = require("perf.util.elf").locator(t.pid)
+    info.locate = elf.locator(t.pid)
     infos[i] = info
   end
   return setmetatable({ targets = targets, infos = infos, attr = attr, name = name,
@@ -234,7 +236,7 @@ function Attached:profile()
   local copy = {}
   for k, v in pairs(self.stacks) do copy[k] = v end
   local a = self.acc
-  local prof = require("perf.profiling.profile").new(copy, { samples = a.samples - a.outside, lost = 0,
+  local prof = profile.new(copy, { samples = a.samples - a.outside, lost = 0,
     event = self.name, freq = self.freq, period = self.period, native = false, note = note_of(self) })
   prof.attached = { pids = {}, threads = a.threads, outside = a.outside, signals = a.signals,
     stop_ns_mean = a.samples > 0 and a.stop_ns // a.samples or 0, stop_ns_max = a.stop_max_ns }

@@ -12,6 +12,8 @@
 -- line), and the string table (index 0 is ""). Only the protobuf wire
 -- types 0 (varint) and 2 (length-delimited) are needed.
 
+local gzip = require "perf.util.gzip"
+
 local M = {}
 
 -- ---- protobuf wire format ----
@@ -192,7 +194,7 @@ end
 
 --- The gzip-compressed message: the bytes of a .pb.gz file.
 function M.file(prof)
-  return require("perf.util.gzip").wrap(M.encode(prof))
+  return gzip.wrap(M.encode(prof))
 end
 
 return M

@@ -21,6 +21,14 @@ local core = require "perf.core"
 local evbase = require "perf.event.base"
 local capabilities = require "perf.event.capabilities"
 local nearest = require "perf.util.nearest"
+local elf = require "perf.util.elf"
+local events = require "perf.event.events"
+local flamegraph = require "perf.profiling.flamegraph"
+local fs = require "perf.util.fs"
+local modes = require "perf.profiling.profile_modes"
+local pmus = require "perf.event.pmu"
+local pprof = require "perf.profiling.pprof"
+local profile_diff = require "perf.profiling.profile_diff"
 
 local M = {}
 
@@ -53,12 +61,12 @@ end
 -- breakpoints, probes and the other software events at every hit.
 local function by_frequency(attr)
   local t = attr.type
-  if t == core.PERF_TYPE_SOFTWARE then return require("perf.event.events").is_clock(attr) end
+  if t == core.PERF_TYPE_SOFTWARE then return events.is_clock(attr) end
   if t == core.PERF_TYPE_HARDWARE or t == core.PERF_TYPE_HW_CACHE or t == core.PERF_TYPE_RAW then
     return true
   end
   if math.type(t) == "integer" and t >= core.PERF_TYPE_MAX then
-    local pmu = require("perf.event.pmu").by_type(t)
+    local pmu = pmus.by_type(t)
     return not (pmu and (pmu.name == "uprobe" or pmu.name == "kprobe"))
   end
   return false
@@ -142,10 +150,10 @@ Profiler.__index = Profiler
 
 function M.profiler(opts)
   if type(opts) == "table" and (opts.pid ~= nil or opts.tid ~= nil) then
+    -- required here: perf.profiling.attach builds on this module (a cycle)
     return require("perf.profiling.attach").profiler({ pid = opts.pid, tid = opts.tid }, opts)
   end
   opts = check_options(opts)
-  local modes = require "perf.profiling.profile_modes"
   M.own_code(modes.open)                -- its Extra:start and stop run while sampling
   local mode = modes.check(opts)
   local cattrs, cnames, cerrno
@@ -187,10 +195,10 @@ function M.profiler(opts)
   local ev, msg, errno = evbase.open(attr)
   -- refused for counting the kernel too (perf_event_paranoid): user space
   -- only, as perf retries
-  local user = not ev and require("perf.event.base").user_only(attr, errno)
+  local user = not ev and evbase.user_only(attr, errno)
   local uev = user and evbase.open(user)
   if uev then
-    ev, name = uev, require("perf.event.base").user_name(name)
+    ev, name = uev, evbase.user_name(name)
     notes[#notes + 1] = ("kernel-mode sampling is not permitted here (perf_event_paranoid %s): user space only")
       :format(tostring(capabilities.get().paranoid))
   end
@@ -365,6 +373,7 @@ end
 function M.profile(fn, opts, ...)
   local mt = getmetatable(fn)
   if type(fn) == "table" and not (type(mt) == "table" and mt.__call) then
+    -- required here: perf.profiling.attach builds on this module (a cycle)
     return require("perf.profiling.attach").profile(fn, opts)    -- { pid = P } or { tid = T }
   end
   if type(fn) ~= "function" and not (type(mt) == "table" and mt.__call) then
@@ -433,7 +442,7 @@ end
 -- for the address. Frames of the Lua VM itself where the chain joins the
 -- Lua frame are left out: the Lua frame stands for them.
 local function native_names(stacks)
-  local locate = require("perf.util.elf").locator()
+  local locate = elf.locator()
   local vm = core.profile_vm()
   local cache = {}
   local function name_of(addr)
@@ -672,7 +681,7 @@ end
 
 -- prof:svg() -> an interactive flame graph (perf.flamegraph)
 function Profile:svg()
-  return require("perf.profiling.flamegraph").svg(self:folded(), {
+  return flamegraph.svg(self:folded(), {
     title = "Flame graph: " .. self:sampling(),
     subtitle = ("%d samples, %d lost; click a frame to zoom"):format(self.samples, self.lost),
     unit = self.unit ~= "samples" and self.unit or nil,
@@ -702,7 +711,7 @@ function Profile:speedscope()
     if #frames == 0 then frames[1] = { name = "[unknown]" } end
     stacks[i] = { frames = frames, count = s.count }
   end
-  return require("perf.profiling.flamegraph").speedscope(stacks, { name = self:sampling(),
+  return flamegraph.speedscope(stacks, { name = self:sampling(),
     unit = SPEEDSCOPE_UNIT[self.unit] })
 end
 
@@ -735,21 +744,21 @@ function Profile:write(path, format)
   local text
   if format == "folded" then text = self:folded()
   elseif format == "svg" then text = self:svg()
-  elseif format == "pprof" then text = require("perf.profiling.pprof").file(self)
+  elseif format == "pprof" then text = pprof.file(self)
   else text = self:speedscope() end
-  local ok, msg, errno = require("perf.util.fs").write_atomic(path, text)
+  local ok, msg, errno = fs.write_atomic(path, text)
   if not ok then return nil, "prof:write: " .. msg, errno end
   return true
 end
 
 -- prof:diff(base) -> the differential profile (perf.profile_diff)
 function Profile:diff(base)
-  return require("perf.profiling.profile_diff").new(base, self)
+  return profile_diff.new(base, self)
 end
 
 -- "cpu-clock at 999 Hz" or "syscalls:sys_enter_openat, every 1"
 function Profile:sampling()
-  if self.mode and self.mode ~= "cpu" then return require("perf.profiling.profile_modes").sampling(self) end
+  if self.mode and self.mode ~= "cpu" then return modes.sampling(self) end
   if self.freq then return ("%s at %d Hz"):format(self.event, self.freq) end
   return ("%s, period %d"):format(self.event, self.period or 0)
 end
@@ -771,7 +780,7 @@ function Profile:report(max)
   local total = 0
   for _, s in ipairs(self.stacks) do total = total + s.count end
   if self.unit ~= "samples" then
-    add("# %s charged", require("perf.profiling.profile_modes").amount(total, self.unit))
+    add("# %s charged", modes.amount(total, self.unit))
   end
   add("#")
   add("#    Self    Total  Function")
@@ -790,7 +799,7 @@ function Profile:report(max)
     add("  %s  %s:%d  %s", percent(l.count, total), l.source, l.line, l.name)
   end
   if #lines > max then add("  ... %d more line%s", #lines - max, #lines - max == 1 and "" or "s") end
-  if self.counter_names then out[#out + 1] = require("perf.profiling.profile_modes").counter_report(self, lines, max) end
+  if self.counter_names then out[#out + 1] = modes.counter_report(self, lines, max) end
   return table.concat(out, "\n") .. "\n"
 end
 

@@ -12,6 +12,8 @@
 -- own total, so runs of different lengths still compare.
 
 local nearest = require "perf.util.nearest"
+local flamegraph = require "perf.profiling.flamegraph"
+local fs = require "perf.util.fs"
 
 local M = {}
 
@@ -236,7 +238,7 @@ function Diff:__tostring() return self:report() end
 -- as their counts there, red where their share grew since the base, blue
 -- where it shrank (full colour at 20 points of share), white where it held.
 function Diff:svg()
-  local fg = require "perf.profiling.flamegraph"
+  local fg = flamegraph
   local base = {}
   local function index(node, path)
     base[path] = node.value
@@ -294,7 +296,7 @@ function Diff:write(path, format)
   else
     text = self:svg()
   end
-  local ok, msg, errno = require("perf.util.fs").write_atomic(path, text)
+  local ok, msg, errno = fs.write_atomic(path, text)
   if not ok then return nil, "diff:write: " .. msg, errno end
   return true
 end

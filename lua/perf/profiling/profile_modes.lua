@@ -14,6 +14,8 @@
 local core = require "perf.core"
 local base = require "perf.event.base"
 local nearest = require "perf.util.nearest"
+local capabilities = require "perf.event.capabilities"
+local event_names = require "perf.event.events"
 
 local M = {}
 
@@ -64,7 +66,7 @@ local function switches()
     return nil, ("perf.profile: off-CPU and wall time need the kernel's context switches, which "
       .. "perf_event_paranoid %s refuses this user: run with CAP_PERFMON (or paranoid <= 1), "
       .. "or profile CPU time (the default mode, cpu-clock:u for this user)")
-      :format(tostring(require("perf.event.capabilities").get().paranoid)), errno
+      :format(tostring(capabilities.get().paranoid)), errno
   end
   if not ev then return nil, (msg:gsub("^perf%.open", "perf.profile")), errno end
   local ok
@@ -87,7 +89,7 @@ end
 -- task-clock, refused by permission or by a seccomp profile.
 local REFUSED = { [core.errno.EPERM] = true, [core.errno.EACCES] = true, [core.errno.ENOSYS] = true }
 function M.timer_replaces(attr, errno, opts)
-  return require("perf.event.events").is_clock(attr) and REFUSED[errno]
+  return event_names.is_clock(attr) and REFUSED[errno]
     and not opts.native and true or false
 end
 
@@ -253,9 +255,9 @@ local function open_counters(attrs, names, leader)
     local ev, msg, errno = base.open(attr, target)
     -- refused for counting the kernel too (perf_event_paranoid): user
     -- space only, as perf stat retries
-    local user = not ev and require("perf.event.base").user_only(attr, errno)
+    local user = not ev and base.user_only(attr, errno)
     local uev = user and base.open(user, target)
-    if uev then ev, names[i] = uev, require("perf.event.base").user_name(names[i]) end
+    if uev then ev, names[i] = uev, base.user_name(names[i]) end
     if not ev then return fail(msg, errno) end
     events[i] = ev
     names[i] = names[i] or ev:name()

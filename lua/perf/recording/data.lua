@@ -22,6 +22,9 @@
 -- print(f.header.hostname, #f.attrs, f.attrs[1].name)
 -- for ip, tid in f:samples("ip", "tid") do end
 local core = require "perf.core"
+local naming = require "perf.event.naming"
+local nearest = require "perf.util.nearest"
+local writer = require "perf.recording.data_writer"
 
 local M = {}
 
@@ -177,7 +180,7 @@ M.decode_feature = decode_feature
 
 -- An attr's name as perf.open gives it, else "type:config".
 local function attr_name(attr)
-  return require("perf.event.naming").name_of(attr)
+  return naming.name_of(attr)
     or ("%s:%s"):format(tostring(attr.type), tostring(attr.config))
 end
 
@@ -235,7 +238,7 @@ function M.open(path, opts)
     error(("bad argument #2 to 'perf.data.open' (table expected, got %s)"):format(type(opts)), 2)
   end
   opts = opts or {}
-  require("perf.util.nearest").check_keys(opts, { "split_groups" }, "perf.data.open: unknown option", 2)
+  nearest.check_keys(opts, { "split_groups" }, "perf.data.open: unknown option", 2)
   local h, msg, errno = core.perfdata_open(path, opts.split_groups ~= false)
   if not h then return nil, msg, errno end
   local info = h:info()
@@ -295,7 +298,7 @@ end
 -- local w = assert(perf.data.writer("out.data", set))
 -- w:write(set) w:close()
 function M.writer(path, events)
-  return require("perf.recording.data_writer").writer(path, events)
+  return writer.writer(path, events)
 end
 
 local function handle(self)

@@ -20,6 +20,7 @@ local HEADER_SIZE = 104
 local FINISHED_ROUND = string.pack("<I4I2I2", 68, 0, 8)
 
 local fs = require "perf.util.fs"
+local tracepoint = require "perf.event.tracepoint"
 local read_line = fs.read_trimmed   -- one-line /proc and /sys files
 
 -- What uname -n and uname -r say, read from procfs (no child process:
@@ -273,7 +274,7 @@ function M.tracing_data(attrs)
   for _, a in ipairs(attrs) do
     local t, config = string.unpack("<I4", a.bytes), string.unpack("<I8", a.bytes, 9)
     if t == core.PERF_TYPE_TRACEPOINT then
-      local name = require("perf.event.tracepoint").name_of(config)
+      local name = tracepoint.name_of(config)
       local sys, ev = (name or ""):match("^([^:]+):(.+)$")
       if sys and sys ~= "ftrace" then
         if not systems[sys] then systems[sys] = {} order[#order + 1] = sys end

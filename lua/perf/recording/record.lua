@@ -19,6 +19,9 @@ local parse = require "perf.event.parse"
 local cpus = require "perf.counting.cpus"
 local writer = require "perf.recording.data_writer"
 local nearest = require "perf.util.nearest"
+local base = require "perf.event.base"
+local naming = require "perf.event.naming"
+local profile = require "perf.profiling.profile"
 
 local M = {}
 
@@ -86,7 +89,7 @@ local function spec_of(e, opts, first)
   spec.sample_type = sample_type
   if opts.period then
     spec.sample_period, spec.freq = opts.period, false
-  elseif opts.freq or require("perf.profiling.profile").by_frequency(attr) then
+  elseif opts.freq or profile.by_frequency(attr) then
     spec.sample_freq, spec.freq = opts.freq or DEFAULT_FREQ, true
   else
     spec.sample_period, spec.freq = 1, false     -- every hit, as perf record
@@ -98,7 +101,7 @@ local function spec_of(e, opts, first)
   if first then
     spec.mmap, spec.mmap2, spec.comm, spec.comm_exec, spec.task = true, true, true, true, true
   end
-  return spec, type(e) == "string" and e or require("perf.event.naming").name_of(attr) or "event"
+  return spec, type(e) == "string" and e or naming.name_of(attr) or "event"
 end
 
 -- The ring size perf record takes by default: perf_event_mlock_kb (the
@@ -178,9 +181,9 @@ function M.record(argv, events, opts)
     set, msg, errno = cpus.open(spec, target)
     -- refused for sampling the kernel too (perf_event_paranoid): user
     -- space only, as perf record retries
-    local user = not set and not opts.all_cpus and require("perf.event.base").user_only(spec, errno)
+    local user = not set and not opts.all_cpus and base.user_only(spec, errno)
     local uset = user and cpus.open(user, target)
-    if uset then set, name = uset, require("perf.event.base").user_name(name) end
+    if uset then set, name = uset, base.user_name(name) end
     if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
     sets[#sets + 1], names[#names + 1] = set, name
     local ok

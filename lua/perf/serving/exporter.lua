@@ -28,6 +28,12 @@ local fs = require "perf.util.fs"
 local group = require "perf.counting.group"
 local measure = require "perf.counting.measure"
 local processes = require "perf.counting.processes"
+local base = require "perf.event.base"
+local capabilities = require "perf.event.capabilities"
+local percpu = require "perf.counting.cpus"
+local nearest = require "perf.util.nearest"
+local serve_profile = require "perf.serving.serve_profile"
+local stat = require "perf.counting.stat"
 
 local M = {}
 
@@ -81,13 +87,13 @@ local function places_of(opts)
   local places = {}
   if opts.all_cpus or opts.cpus then
     local list = opts.cpus
-    if type(list) == "string" then list = require("perf.counting.cpus").parse_list(list) end
-    list = list or require("perf.event.capabilities").online_cpus()
+    if type(list) == "string" then list = percpu.parse_list(list) end
+    list = list or capabilities.online_cpus()
     for _, c in ipairs(list) do
       places[#places + 1] = { label = ('cpu="%d"'):format(c), targets = { { pid = -1, cpu = c } } }
     end
   elseif opts.cgroup then
-    local cpus = require("perf.event.capabilities").online_cpus()
+    local cpus = capabilities.online_cpus()
     for _, name in ipairs(ids(opts.cgroup)) do
       local targets, msg, errno = processes.cgroup_targets(name, cpus)
       if not targets then return nil, "perf.exporter: " .. msg, errno end
@@ -116,7 +122,7 @@ local function check(opts)
   if type(opts) ~= "table" then
     error(("perf.exporter: options must be a table, got %s"):format(type(opts)), 0)
   end
-  require("perf.util.nearest").check_keys(opts, OPTS, "perf.exporter: unknown option", 0,
+  nearest.check_keys(opts, OPTS, "perf.exporter: unknown option", 0,
     "; options: events, all_cpus, cpus, pid, cgroup, max_seconds, profile")
   local n = 0
   for _, k in ipairs { "all_cpus", "cpus", "pid", "cgroup" } do
@@ -126,7 +132,7 @@ local function check(opts)
   if opts.pid ~= nil then processes.check({ pid = opts.pid }) end
   if opts.cgroup ~= nil then processes.check({ cgroup = opts.cgroup }) end
   local events = opts.events or M.DEFAULT_EVENTS
-  if type(events) == "string" then events = require("perf.counting.stat").split(events) end
+  if type(events) == "string" then events = stat.split(events) end
   if type(events) ~= "table" or #events == 0 then
     error("perf.exporter: events must be a list of events or a comma-separated string", 0)
   end
@@ -218,7 +224,7 @@ end
 -- @function exporter
 function M.new(opts)
   local ok, o, events = pcall(check, opts)
-  if not ok then error(require("perf.event.base").strip_position(o), 2) end
+  if not ok then error(base.strip_position(o), 2) end
   local max = o.max_seconds or 60
   if math.type(max) ~= "integer" or max < 1 then
     error("perf.exporter: max_seconds must be a whole number of seconds, at least 1", 2)
@@ -226,7 +232,7 @@ function M.new(opts)
   local per_task = not (o.all_cpus or o.cpus or o.cgroup)
   local units, msg, errno
   ok, units, msg, errno = pcall(units_of, events, per_task)
-  if not ok then error(require("perf.event.base").strip_position(units), 2) end
+  if not ok then error(base.strip_position(units), 2) end
   if not units then return nil, msg, errno end
   local places
   places, msg, errno = places_of(o)
@@ -327,9 +333,9 @@ end
 -- @function exporter:profile
 function Exporter:profile(secs, opts)
   if self.closed then error("attempt to use a closed perf.exporter", 2) end
-  local session = require "perf.serving.serve_profile"
+  local session = serve_profile
   local ok, s, msg, status = pcall(session.start, self, secs, opts)
-  if not ok then error(require("perf.event.base").strip_position(s), 2) end
+  if not ok then error(base.strip_position(s), 2) end
   if not s then return nil, msg, status end
   local wait = opts and opts.wait or session.sleep
   wait(secs)

@@ -25,6 +25,8 @@ local core = require "perf.core"
 local base = require "perf.event.base"
 local exporter = require "perf.serving.exporter"
 local http = require "perf.serving.serve_http"
+local nearest = require "perf.util.nearest"
+local serve_profile = require "perf.serving.serve_profile"
 
 local M = {}
 
@@ -65,7 +67,7 @@ end
 local function check(opts)
   if opts == nil then opts = {} end
   if type(opts) ~= "table" then error(("perf.serve: options must be a table, got %s"):format(type(opts)), 0) end
-  require("perf.util.nearest").check_keys(opts, OPTS, "perf.serve: unknown option", 0,
+  nearest.check_keys(opts, OPTS, "perf.serve: unknown option", 0,
     "; options: listen, timeout, max_clients, log, name and perf.exporter's")
   local host, port = M.listen_address(opts.listen or M.DEFAULT_LISTEN)
   if not host then error("perf.serve: listen: " .. port, 0) end
@@ -106,6 +108,7 @@ end
 function M.new(opts)
   local ok, o, host, port = pcall(check, opts)
   if not ok then error(base.strip_position(o), 2) end
+  -- optional, so required here: LuaSocket (Debian's lua-socket) may be missing
   local has, socket = pcall(require, "socket")
   if not has then return nil, "perf.serve " .. M.NO_SOCKET, core.errno.ENOENT end
   local eopts = {}
@@ -196,7 +199,7 @@ local function profile_request(srv, c, req, now)
     return refuse(srv, c, 429, ("a profile is running (one at a time); retry in %d s"):format(left),
       now, { { "Retry-After", tostring(left) } })
   end
-  local s, msg, status = require("perf.serving.serve_profile").start(srv.exporter, secs,
+  local s, msg, status = serve_profile.start(srv.exporter, secs,
     { event = q.event ~= "" and q.event or nil, freq = freq })
   if not s then return refuse(srv, c, status, msg, now) end
   srv.profile = { conn = c, deadline = now + secs, session = s, keep = req.keep_alive }
@@ -360,11 +363,11 @@ end
 --- srv:run(): serves until SIGINT or SIGTERM; returns the signal's number.
 -- @function server:run
 function Server:run()
-  local stop <close> = assert(require("perf.core").stop_signals())
+  local stop <close> = assert(core.stop_signals())
   while true do
     local sig = self:step(1, stop)
     if sig then
-      self.log(("stopping on %s"):format(require("perf.core").signal_name(sig)))
+      self.log(("stopping on %s"):format(core.signal_name(sig)))
       return sig
     end
   end

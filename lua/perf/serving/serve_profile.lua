@@ -13,6 +13,9 @@
 -- refuses, start returns nil, a message saying why, and 501 or 503.
 local core = require "perf.core"
 local profile = require "perf.profiling.profile"
+local base = require "perf.event.base"
+local nearest = require "perf.util.nearest"
+local pprof = require "perf.profiling.pprof"
 
 local M = {}
 
@@ -30,7 +33,7 @@ local function check(e, secs, opts)
     error(("perf.exporter: profile options must be a table, got %s"):format(type(opts)), 0)
   end
   opts = opts or {}
-  require("perf.util.nearest").check_keys(opts, OPTS, "perf.exporter: unknown profile option", 0,
+  nearest.check_keys(opts, OPTS, "perf.exporter: unknown profile option", 0,
     "; options: event, freq, wait")
   if opts.freq ~= nil and (math.type(opts.freq) ~= "integer" or opts.freq < 1) then
     error("perf.exporter: freq must be a whole number of samples per second, at least 1", 0)
@@ -55,7 +58,7 @@ local function attach(e, popts)
         .. "(perf.profiler { pid = P }), which this build of perf for Lua does not have yet; "
         .. "/metrics works"):format(pid), 501
     end
-    return nil, require("perf.event.base").strip_position(p), 400
+    return nil, base.strip_position(p), 400
   end
   if not p then
     return nil, ("cannot profile process %d: %s"):format(pid, tostring(msg)), 503
@@ -77,7 +80,7 @@ function M.start(e, secs, opts)
     end
     local ok
     ok, p, msg = pcall(profile.profiler, popts)
-    if not ok then return nil, require("perf.event.base").strip_position(p), 400 end
+    if not ok then return nil, base.strip_position(p), 400 end
     if not p then return nil, "cannot profile: " .. tostring(msg), 503 end
   end
   local started, smsg = p:start()
@@ -96,7 +99,7 @@ function Session:finish()
   local ok, prof, msg = pcall(p.stop, p)
   p:close()
   if not ok or not prof then return nil, "the profiler failed: " .. tostring(ok and msg or prof), 500 end
-  return require("perf.profiling.pprof").file(prof)
+  return pprof.file(prof)
 end
 
 --- s:cancel(): stops and drops it (a client that went away)
@@ -111,6 +114,7 @@ end
 
 -- A plain sleep of `secs` seconds: LuaSocket's where it is loaded, else sleep(1).
 function M.sleep(secs)
+  -- optional, so required here: LuaSocket may be missing
   local ok, socket = pcall(require, "socket")
   if ok then
     socket.sleep(secs)

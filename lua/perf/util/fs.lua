@@ -3,6 +3,9 @@
 -- Lua has no readdir; the C core provides one (perf.core.listdir) when it
 -- is built, and `ls` is the fallback so these modules also work alone.
 
+-- optional: without the C core (a module used alone), `ls` lists directories
+local has_core, core = pcall(require, "perf.core")
+
 local M = {}
 
 -- The whole content of a file, or nil when it cannot be read.
@@ -20,14 +23,7 @@ function M.read_trimmed(path)
   return s and (s:gsub("^%s+", ""):gsub("%s+$", ""))
 end
 
-local function core_listdir()
-  local ok, core = pcall(require, "perf.core")
-  if ok and type(core) == "table" and type(core.listdir) == "function" then
-    return core.listdir
-  end
-end
-
-local native = core_listdir()
+local native = (has_core and type(core) == "table" and type(core.listdir) == "function") and core.listdir or nil
 
 -- The names in a directory (without "." and ".."), sorted, or with
 -- `unsorted` in the order the directory gives them (perf's order for
