@@ -511,105 +511,139 @@ local function cgroup_targets(units, cpus)
   return by_name
 end
 
-local function run(argv, events, opts, target)
-  local cpus = cpus_of(opts)
-  local tlist, cgroups, places, msg, errno
+-- What a run counts and where: the CPUs, the process or thread targets
+-- (and their places, per thread), the cgroups, the units and the targets
+-- of each cgroup; nil, message, errno when a target is missing.
+local function plan_of(events, opts, target)
+  local p = { cpus = cpus_of(opts) }
+  local msg, errno
   if target and target.cgroup then       -- on every CPU (or those of opts.cpus)
-    cpus = cpus or capabilities.online_cpus()
-    cgroups = processes.cgroups(target, #events)
+    p.cpus = p.cpus or capabilities.online_cpus()
+    p.cgroups = processes.cgroups(target, #events)
   elseif target then                     -- a process or thread
-    tlist, msg, errno = processes.targets(target)
-    if not tlist then return nil, "perf.stat: " .. msg, errno end
-    if opts.per_thread then places = processes.thread_places(tlist) end  -- named as they start
+    p.tlist, msg, errno = processes.targets(target)
+    if not p.tlist then return nil, "perf.stat: " .. msg, errno end
+    if opts.per_thread then p.places = processes.thread_places(p.tlist) end  -- named as they start
   end
-  local units, in_cgroup
-  units, msg, errno = units_of(events, opts, cpus ~= nil, target ~= nil, cgroups)
-  if not units then return nil, msg, errno end
-  in_cgroup, msg, errno = cgroup_targets(units, cpus)
-  if not in_cgroup then return nil, msg, errno end
-  local child
-  child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
-  if not child then return nil, "perf.stat: " .. msg, errno end
-  local child_ <close> = child
-  local opened, skipped, counted = {}, {}, 0
-  -- every failure from here on closes what was opened
-  local function fail(m, e)
-    close_all(opened, #units)
-    return nil, "perf.stat: " .. m, e
-  end
-  local pid = child:pid()
+  p.units, msg, errno = units_of(events, opts, p.cpus ~= nil, target ~= nil, p.cgroups)
+  if not p.units then return nil, msg, errno end
+  p.in_cgroup, msg, errno = cgroup_targets(p.units, p.cpus)
+  if not p.in_cgroup then return nil, msg, errno end
+  return p
+end
+
+-- Where the counters open: on the command (pid), on each CPU, or on the
+-- targets; and the CPUs the values are per (nil: none).
+local function targets_of(p, opts, target, pid)
   local targets = { { pid = pid } }
-  if cpus then
+  if p.cpus then
     targets = {}
-    for k, c in ipairs(cpus) do targets[k] = { pid = -1, cpu = c } end
+    for k, c in ipairs(p.cpus) do targets[k] = { pid = -1, cpu = c } end
   end
-  if tlist then targets = tlist end
+  if p.tlist then targets = p.tlist end
   -- per thread: the command on each CPU, so that each counter has a ring
-  local on_cpus = cpus
+  local on_cpus = p.cpus
   if opts.per_thread and not target then
     on_cpus, targets = capabilities.online_cpus(), {}
     for k, c in ipairs(on_cpus) do targets[k] = { pid = pid, cpu = c } end
   end
-  for u, list in ipairs(units) do
-    local gs
-    gs, msg, errno = open_unit(list, in_cgroup[list.cgroup] or targets)
+  return targets, on_cpus
+end
+
+-- A run that cannot go on: what it opened (st.opened, st.tracker) closed.
+local function fail(st, m, e)
+  if st.tracker then st.tracker:close() end
+  close_all(st.opened, st.n)
+  return nil, "perf.stat: " .. m, e
+end
+
+-- Each unit opened on `targets` (or on its cgroup's) into st.opened; a
+-- unit this machine cannot count goes to st.skipped with its reason.
+local function open_units(st, p, targets)
+  local counted = 0
+  for u, list in ipairs(p.units) do
+    local gs, msg, errno = open_unit(list, p.in_cgroup[list.cgroup] or targets)
     if gs then
-      opened[u], counted = gs, counted + 1
+      st.opened[u], counted = gs, counted + 1
     elseif NOT_SUPPORTED[errno] then
-      skipped[u] = { msg, errno }
+      st.skipped[u] = { msg, errno }
     else
-      return fail(msg, errno)
+      return fail(st, msg, errno)
     end
   end
   if counted == 0 then                   -- nothing to count: the first reason
-    return fail(skipped[1][1], skipped[1][2])
+    return fail(st, st.skipped[1][1], st.skipped[1][2])
   end
-  local tracker
-  if opts.per_thread and not target then
-    tracker, msg, errno = threads.track(opened, #units, pid)
-    if not tracker then return fail(msg, errno) end
-    local close_opened = fail
-    fail = function(m, e)
-      tracker:close()
-      return close_opened(m, e)
-    end
+  return true
+end
+
+-- The command waited for: intervals printed as it runs (opts.interval),
+-- the rings drained as it runs (per thread), or a plain wait; its status.
+local function wait_for(st, child, p, opts, stop)
+  local w, ok, msg, errno
+  if opts.interval then
+    w, msg, errno = watch(child, st.opened, st.skipped, p.units, opts, stop, p.cpus)
+    if not w then return fail(st, msg, errno) end
+  elseif st.tracker then                 -- the rings drained as the command runs
+    repeat
+      w, msg, errno = child:wait(100)
+      if w == nil then return fail(st, msg, errno) end
+      if not w then st.tracker:drain() end
+    until w
+  else
+    w, msg, errno = child:wait()
+    if not w then return fail(st, msg, errno) end
+    ok, msg, errno = stop()
+    if not ok then return fail(st, msg, errno) end
   end
+  return w
+end
+
+local function run(argv, events, opts, target)
+  local p, msg, errno = plan_of(events, opts, target)
+  if not p then return nil, msg, errno end
+  local units = p.units
+  local child
+  child, msg, errno = core.spawn(argv, { stdin = opts.stdin, stdout = opts.stdout, stderr = opts.stderr })
+  if not child then return nil, "perf.stat: " .. msg, errno end
+  local child_ <close> = child
+  -- every failure from here on closes what was opened (fail)
+  local st = { opened = {}, skipped = {}, n = #units }
+  local opened = st.opened
+  local pid = child:pid()
+  local targets, on_cpus = targets_of(p, opts, target, pid)
   local ok
-  local early = cpus or target            -- counting from here, as perf stat -a and -p
+  ok, msg, errno = open_units(st, p, targets)
+  if not ok then return nil, msg, errno end
+  if opts.per_thread and not target then
+    local tracker
+    tracker, msg, errno = threads.track(opened, #units, pid)
+    if not tracker then return fail(st, msg, errno) end
+    st.tracker = tracker
+  end
+  local early = p.cpus or target          -- counting from here, as perf stat -a and -p
   if early then
     ok, msg, errno = each_group(opened, #units, "enable")
-    if not ok then return fail(msg, errno) end
+    if not ok then return fail(st, msg, errno) end
   end
   ok, msg, errno = child:start()
-  if not ok then return fail(msg, errno) end
+  if not ok then return fail(st, msg, errno) end
   -- counting on CPUs, they stop with the command
   local function stop()
     if not early then return true end
     return each_group(opened, #units, "disable")
   end
   local w
-  if opts.interval then
-    w, msg, errno = watch(child, opened, skipped, units, opts, stop, cpus)
-    if not w then return fail(msg, errno) end
-  elseif tracker then                    -- the rings drained as the command runs
-    repeat
-      w, msg, errno = child:wait(100)
-      if w == nil then return fail(msg, errno) end
-      if not w then tracker:drain() end
-    until w
-  else
-    w, msg, errno = child:wait()
-    if not w then return fail(msg, errno) end
-    ok, msg, errno = stop()
-    if not ok then return fail(msg, errno) end
+  w, msg, errno = wait_for(st, child, p, opts, stop)
+  if not w then return nil, msg, errno end
+  local tracker = st.tracker
+  if p.places then                       -- the targets are threads
+    on_cpus = {}
+    for k, t in ipairs(p.tlist) do on_cpus[k] = t.pid end
   end
   local r
-  if places then                         -- the targets are threads
-    on_cpus = {}
-    for k, t in ipairs(tlist) do on_cpus[k] = t.pid end
-  end
-  r, msg, errno = collect(opened, skipped, units, on_cpus, nil, opts.aggregate, tracker ~= nil, places)
-  if not r then return fail(msg, errno) end
+  r, msg, errno = collect(opened, st.skipped, units, on_cpus, nil, opts.aggregate, tracker ~= nil, p.places)
+  if not r then return fail(st, msg, errno) end
   if tracker then
     tracker:rows(r, units, pid, argv[1]:match("[^/]*$"):sub(1, 15))
     if tracker.lost > 0 then

@@ -237,18 +237,16 @@ end
 
 local hardware_terms = events.hardware
 
--- Packs the terms of PMU `p` into attr `a`: event aliases are expanded
--- first, so the user's terms override theirs.
-local function apply_pmu_terms(P, a, p, terms)
-  local formats = {}
-  for name in pairs(p.format_bits) do formats[#formats + 1] = name end
-  table.sort(formats)
-  local events_list = {}
-  for name in pairs(p.events) do events_list[#events_list + 1] = name end
-  table.sort(events_list)
+local function sorted_keys(t)
+  local out = {}
+  for name in pairs(t) do out[#out + 1] = name end
+  table.sort(out)
+  return out
+end
 
-  -- Expand event aliases first: their terms come before the user's, so
-  -- the user's terms override them.
+-- The event aliases among `terms` expanded: their terms come before the
+-- user's (`expanded`), so the user's terms (`user`) override them.
+local function expand_aliases(a, p, terms, events_list)
   local expanded, user = {}, {}
   for _, t in ipairs(terms) do
     local ev = t.value == true and not p.format_bits[t.name] and not common_terms[t.name]
@@ -272,54 +270,75 @@ local function apply_pmu_terms(P, a, p, terms)
       user[#user + 1] = t
     end
   end
+  return expanded, user
+end
+
+-- A term of PMU `p` that is neither one of its formats nor common: raises,
+-- with the nearest names.
+local function unknown_pmu_term(P, p, t, formats, events_list)
+  local extra = {}
+  for _, f in ipairs(formats) do extra[#extra + 1] = f end
+  for _, e in ipairs(events_list) do extra[#extra + 1] = e end
+  if t.alias then
+    fail(P.s, t.pos, ("event '%s' of %s uses term '%s', which %s has no format for")
+      :format(t.alias, p.name, t.name, p.name))
+  end
+  local cands = {}
+  for _, c in ipairs(common_list) do cands[#cands + 1] = c end
+  for _, c in ipairs(extra) do cands[#cands + 1] = c end
+  local fmt = #formats > 0 and table.concat(formats, ", ") or "none"
+  local evs = #events_list > 0 and table.concat(events_list, ", ") or "none"
+  fail(P.s, t.pos, ("%s has no term or event '%s'%s"):format(p.name, t.name,
+    nearest.hint(t.name, cands)),
+    ("%s format terms: %s; events: %s; built-in terms: %s"):format(
+      p.name, fmt, evs, table.concat(common_list, ", ")))
+end
+
+-- A term of PMU `p` that is no format term: a common term, a raw config,
+-- a generic cache or hardware event on this PMU, else unknown.
+local function apply_other_term(P, a, p, t, formats, events_list)
+  if apply_common(P, a, t) then -- luacheck: ignore 542
+    -- done: the test itself applied the common term
+  elseif t.value == true and t.name:match("^r%x+$") and #t.name <= 17 then
+    -- "rNNN" that is neither a format term nor an event: the raw config
+    a.config = tonumber64("0x" .. t.name:sub(2))
+  elseif t.value == true and events.cache.decode(t.name) then
+    -- a generic cache event on this PMU
+    a.type = 3
+    a.config = events.cache.decode(t.name)
+    if p.name ~= "cpu" then a.config = a.config | p.type << 32 end
+  elseif hardware_terms[t.name] and t.value == true then
+    -- a generic hardware event on this PMU (hybrid systems)
+    a.type = 0
+    a.config = hardware_terms[t.name]
+    if p.name ~= "cpu" then a.config = a.config | p.type << 32 end
+    a.hw_term = true
+  else
+    unknown_pmu_term(P, p, t, formats, events_list)
+  end
+end
+
+-- Packs the terms of PMU `p` into attr `a`: event aliases are expanded
+-- first, so the user's terms override theirs.
+local function apply_pmu_terms(P, a, p, terms)
+  local formats = sorted_keys(p.format_bits)
+  local events_list = sorted_keys(p.events)
+  local expanded, user = expand_aliases(a, p, terms, events_list)
   local given = {}
   for _, t in ipairs(user) do given[t.name] = true end
 
   local format_terms = {}
   for _, list in ipairs { expanded, user } do
     for _, t in ipairs(list) do
-      if p.format_bits[t.name] then
-        if t.value == "?" then
-          if not given[t.name] then
-            fail(P.s, t.pos, ("event '%s' needs a value for '%s' (%s/%s,%s=N/)"):format(
-              t.alias, t.name, p.name, t.alias, t.name))
-          end
-        else
-          format_terms[#format_terms + 1] = t
+      if not p.format_bits[t.name] then
+        apply_other_term(P, a, p, t, formats, events_list)
+      elseif t.value == "?" then
+        if not given[t.name] then
+          fail(P.s, t.pos, ("event '%s' needs a value for '%s' (%s/%s,%s=N/)"):format(
+            t.alias, t.name, p.name, t.alias, t.name))
         end
-      elseif apply_common(P, a, t) then -- luacheck: ignore 542
-        -- done: the test itself applied the common term
-      elseif t.value == true and t.name:match("^r%x+$") and #t.name <= 17 then
-        -- "rNNN" that is neither a format term nor an event: the raw config
-        a.config = tonumber64("0x" .. t.name:sub(2))
-      elseif t.value == true and events.cache.decode(t.name) then
-        -- a generic cache event on this PMU
-        a.type = 3
-        a.config = events.cache.decode(t.name)
-        if p.name ~= "cpu" then a.config = a.config | p.type << 32 end
-      elseif hardware_terms[t.name] and t.value == true then
-        -- a generic hardware event on this PMU (hybrid systems)
-        a.type = 0
-        a.config = hardware_terms[t.name]
-        if p.name ~= "cpu" then a.config = a.config | p.type << 32 end
-        a.hw_term = true
       else
-        local extra = {}
-        for _, f in ipairs(formats) do extra[#extra + 1] = f end
-        for _, e in ipairs(events_list) do extra[#extra + 1] = e end
-        if t.alias then
-          fail(P.s, t.pos, ("event '%s' of %s uses term '%s', which %s has no format for")
-            :format(t.alias, p.name, t.name, p.name))
-        end
-        local cands = {}
-        for _, c in ipairs(common_list) do cands[#cands + 1] = c end
-        for _, c in ipairs(extra) do cands[#cands + 1] = c end
-        local fmt = #formats > 0 and table.concat(formats, ", ") or "none"
-        local evs = #events_list > 0 and table.concat(events_list, ", ") or "none"
-        fail(P.s, t.pos, ("%s has no term or event '%s'%s"):format(p.name, t.name,
-          nearest.hint(t.name, cands)),
-          ("%s format terms: %s; events: %s; built-in terms: %s"):format(
-            p.name, fmt, evs, table.concat(common_list, ", ")))
+        format_terms[#format_terms + 1] = t
       end
     end
   end

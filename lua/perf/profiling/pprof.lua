@@ -77,72 +77,62 @@ M.main_type = main_type
 
 -- ---- the message ----
 
---- The profile as a pprof Profile message (uncompressed protobuf bytes).
--- `prof` is a profile as `perf.profile` returns it: `stacks` (each with
--- `frames`, root first, and `count`), `event`, `freq` or `period`, and
--- where present `unit`, `mode` and `counters` (names, with per-stack
--- values in `stack.counters`).
-function M.encode(prof)
-  local strings, string_ids = { "" }, { [""] = 0 }
-  local function str(s)
-    s = tostring(s or "")
-    local id = string_ids[s]
-    if not id then
-      id = #strings
-      strings[id + 1] = s
-      string_ids[s] = id
-    end
-    return id
-  end
+-- The message's tables, filled as the samples name them: the strings
+-- (index 0 is ""), the functions and the locations, each with its id.
+local function new_tables()
+  return { strings = { "" }, string_ids = { [""] = 0 }, functions = {}, function_ids = {},
+    locations = {}, location_ids = {} }
+end
 
-  local main = main_type(prof)
-  local types = { { main.type, main.unit } }
-  local counter_names = prof.counter_names or {}
-  for _, name in ipairs(counter_names) do types[#types + 1] = { name, "count" } end
+-- The id of string `s` (made a string) in the string table.
+local function str(T, s)
+  s = tostring(s or "")
+  local id = T.string_ids[s]
+  if not id then
+    id = #T.strings
+    T.strings[id + 1] = s
+    T.string_ids[s] = id
+  end
+  return id
+end
 
-  local functions, function_ids = {}, {}
-  local locations, location_ids = {}, {}
-  local function function_id(f)
-    local key = f.kind .. "\0" .. (f.source or "") .. "\0" .. (f.linedefined or -1) .. "\0" .. (f.name or "")
-    local id = function_ids[key]
-    if not id then
-      id = #functions + 1
-      local file = f.source or ""
-      local start = (f.linedefined or 0) > 0 and f.linedefined or 0
-      -- an unnamed function is "<source:line>": readers take <...> for
-      -- template arguments and drop it, so it goes without the brackets
-      local name = (f.name or "?"):gsub("^<(.*)>$", "%1")
-      functions[id] = { id = id, name = str(name), system_name = str(name),
-        filename = str(file), start_line = start }
-      function_ids[key] = id
-    end
-    return id
+local function function_id(T, f)
+  local key = f.kind .. "\0" .. (f.source or "") .. "\0" .. (f.linedefined or -1) .. "\0" .. (f.name or "")
+  local id = T.function_ids[key]
+  if not id then
+    id = #T.functions + 1
+    local file = f.source or ""
+    local start = (f.linedefined or 0) > 0 and f.linedefined or 0
+    -- an unnamed function is "<source:line>": readers take <...> for
+    -- template arguments and drop it, so it goes without the brackets
+    local name = (f.name or "?"):gsub("^<(.*)>$", "%1")
+    T.functions[id] = { id = id, name = str(T, name), system_name = str(T, name),
+      filename = str(T, file), start_line = start }
+    T.function_ids[key] = id
   end
-  local function location_id(f)
-    local fid = function_id(f)
-    local line = f.kind == "lua" and f.line and f.line > 0 and f.line or 0
-    local key = fid .. ":" .. line
-    local id = location_ids[key]
-    if not id then
-      id = #locations + 1
-      locations[id] = { id = id, function_id = fid, line = line }
-      location_ids[key] = id
-    end
-    return id
-  end
+  return id
+end
 
-  local out = {}
-  for _, t in ipairs(types) do
-    local vt = {}
-    int_field(vt, 1, str(t[1]))
-    int_field(vt, 2, str(t[2]))
-    bytes_field(out, 1, table.concat(vt))                         -- sample_type
+local function location_id(T, f)
+  local fid = function_id(T, f)
+  local line = f.kind == "lua" and f.line and f.line > 0 and f.line or 0
+  local key = fid .. ":" .. line
+  local id = T.location_ids[key]
+  if not id then
+    id = #T.locations + 1
+    T.locations[id] = { id = id, function_id = fid, line = line }
+    T.location_ids[key] = id
   end
+  return id
+end
+
+-- One Sample per stack: its location ids, leaf first, and its values.
+local function write_samples(out, T, prof, main, counter_names)
   for _, s in ipairs(prof.stacks) do
     local ids = {}
-    for i = #s.frames, 1, -1 do ids[#ids + 1] = location_id(s.frames[i]) end  -- leaf first
+    for i = #s.frames, 1, -1 do ids[#ids + 1] = location_id(T, s.frames[i]) end  -- leaf first
     if #ids == 0 then
-      ids[1] = location_id { kind = "c", name = "[unknown]", source = "" }
+      ids[1] = location_id(T, { kind = "c", name = "[unknown]", source = "" })
     end
     local values = { s.count * main.scale }
     for i, name in ipairs(counter_names) do values[i + 1] = s.counters and s.counters[name] or 0 end
@@ -151,14 +141,11 @@ function M.encode(prof)
     packed_field(sample, 2, values)                               -- value
     bytes_field(out, 2, table.concat(sample))                     -- sample
   end
-  -- one mapping, the interpreter, whose functions, files and lines are
-  -- given: readers have nothing to symbolize
-  local mapping = {}
-  int_field(mapping, 1, 1)
-  int_field(mapping, 5, str(prof.program or "lua"))
-  for field = 7, 9 do int_field(mapping, field, 1) end  -- has_functions, _filenames, _line_numbers
-  bytes_field(out, 3, table.concat(mapping))                      -- mapping
-  for _, l in ipairs(locations) do
+end
+
+-- The Locations and Functions the samples named.
+local function write_locations(out, T)
+  for _, l in ipairs(T.locations) do
     local line = {}
     int_field(line, 1, l.function_id)
     int_field(line, 2, l.line)
@@ -168,7 +155,7 @@ function M.encode(prof)
     bytes_field(loc, 4, table.concat(line))                       -- line
     bytes_field(out, 4, table.concat(loc))                        -- location
   end
-  for _, f in ipairs(functions) do
+  for _, f in ipairs(T.functions) do
     local fn = {}
     int_field(fn, 1, f.id)
     int_field(fn, 2, f.name)
@@ -177,18 +164,48 @@ function M.encode(prof)
     int_field(fn, 5, f.start_line)
     bytes_field(out, 5, table.concat(fn))                         -- function
   end
+end
+
+--- The profile as a pprof Profile message (uncompressed protobuf bytes).
+-- `prof` is a profile as `perf.profile` returns it: `stacks` (each with
+-- `frames`, root first, and `count`), `event`, `freq` or `period`, and
+-- where present `unit`, `mode` and `counters` (names, with per-stack
+-- values in `stack.counters`).
+function M.encode(prof)
+  local T = new_tables()
+  local main = main_type(prof)
+  local types = { { main.type, main.unit } }
+  local counter_names = prof.counter_names or {}
+  for _, name in ipairs(counter_names) do types[#types + 1] = { name, "count" } end
+
+  local out = {}
+  for _, t in ipairs(types) do
+    local vt = {}
+    int_field(vt, 1, str(T, t[1]))
+    int_field(vt, 2, str(T, t[2]))
+    bytes_field(out, 1, table.concat(vt))                         -- sample_type
+  end
+  write_samples(out, T, prof, main, counter_names)
+  -- one mapping, the interpreter, whose functions, files and lines are
+  -- given: readers have nothing to symbolize
+  local mapping = {}
+  int_field(mapping, 1, 1)
+  int_field(mapping, 5, str(T, prof.program or "lua"))
+  for field = 7, 9 do int_field(mapping, field, 1) end  -- has_functions, _filenames, _line_numbers
+  bytes_field(out, 3, table.concat(mapping))                      -- mapping
+  write_locations(out, T)
   -- the strings the fields below name must be in the table first
   local period_type = {}
-  int_field(period_type, 1, str(main.type))
-  int_field(period_type, 2, str(main.unit))
-  local comment = str("perf for Lua: " .. (prof.sampling and prof:sampling() or main.type))
-  for _, s in ipairs(strings) do bytes_field(out, 6, s) end      -- string_table
+  int_field(period_type, 1, str(T, main.type))
+  int_field(period_type, 2, str(T, main.unit))
+  local comment = str(T, "perf for Lua: " .. (prof.sampling and prof:sampling() or main.type))
+  for _, s in ipairs(T.strings) do bytes_field(out, 6, s) end    -- string_table
   int_field(out, 9, prof.time_ns)                                 -- time_nanos
   int_field(out, 10, prof.duration_ns)                            -- duration_nanos
   bytes_field(out, 11, table.concat(period_type))                 -- period_type
   int_field(out, 12, main.scale)                                  -- period
   packed_field(out, 13, { comment })                              -- comment
-  int_field(out, 14, str(main.type))                              -- default_sample_type
+  int_field(out, 14, str(T, main.type))                           -- default_sample_type
   return table.concat(out)
 end
 

@@ -132,6 +132,162 @@ local function processes()
   return list
 end
 
+-- The events of `list` opened on the CPUs of `target`, each set with its
+-- rings mapped: the recording's state (sets, their names, every event as
+-- `all` with the rings as all.rings, the rings, the counts), or nil,
+-- message, errno when one cannot open.
+local function open_sets(list, opts, target)
+  local sets, names, all, rings = {}, {}, { rings = {} }, {}
+  for i, e in ipairs(list) do
+    local spec, name = spec_of(e, opts, i == 1)
+    local set, msg, errno = cpus.open(spec, target)
+    -- refused for sampling the kernel too (perf_event_paranoid): user
+    -- space only, as perf record retries
+    local user = not set and not opts.all_cpus and base.user_only(spec, errno)
+    local uset = user and cpus.open(user, target)
+    if uset then set, name = uset, base.user_name(name) end
+    if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
+    sets[#sets + 1], names[#names + 1] = set, name
+    local ok
+    ok, msg, errno = set:mmap(opts.pages or M.default_pages())
+    if not ok then close_all(sets) return nil, "perf.record: " .. msg, errno end
+    for k = 1, #set do all[#all + 1] = set[k] end
+    for _, rb in ipairs(set.rings) do rings[#rings + 1] = rb end
+  end
+  all.rings = rings
+  return { sets = sets, names = names, all = all, rings = rings, samples = 0, lost = 0 }
+end
+
+-- A recording that cannot go on: its file and events closed.
+local function fail(rec, m, e)
+  if rec.w then rec.w:close() end
+  close_all(rec.sets)
+  return nil, "perf.record: " .. m, e
+end
+
+-- The perf.data file of opts.output (rec.w), with what ran before the
+-- events opened: the kernel's map, and the command (every process with
+-- all_cpus).
+local function open_output(rec, opts, pid)
+  local w, msg, errno = writer.writer(opts.output, rec.all)
+  if not w then close_all(rec.sets) return nil, msg, errno end
+  rec.w = w
+  local ok = w:synthesize_kernel()
+  if ok and opts.all_cpus then
+    for _, p in ipairs(processes()) do w:synthesize(p) end
+  elseif ok then
+    ok, msg, errno = w:synthesize(pid)
+  end
+  if not ok then return fail(rec, msg, errno) end
+  return true
+end
+
+-- The rings drained: into the file, or counted and consumed without one.
+local function drain(rec)
+  if rec.w then return rec.w:write(rec.all) end
+  for _, rb in ipairs(rec.rings) do
+    local _, s, l = core.ring_write(rb, nil)   -- counted and consumed
+    rec.samples, rec.lost = rec.samples + s, rec.lost + l
+  end
+  return true
+end
+
+-- what was recorded so far, for opts.on_progress (after each drain)
+local function progress(rec, opts)
+  if not opts.on_progress then return end
+  local w = rec.w
+  if w then
+    opts.on_progress { samples = w.samples, lost = w.lost,
+                       bytes = w.data_offset + w.data_size, output = opts.output }
+  else
+    opts.on_progress { samples = rec.samples, lost = rec.lost }
+  end
+end
+
+-- The rings are drained whenever one is past its watermark, at least
+-- every 200 ms, until the command exits. A signal stops the recording
+-- and what was recorded is kept (rec.interrupted names the first): the
+-- command, which a ^C reached too, has 100 ms to end, then it gets
+-- SIGTERM, as perf record sends it (and SIGKILL at a second signal).
+local GRACE = 100000000
+local function record_until_exit(rec, opts, child, waiter)
+  local term_at, termed
+  while true do
+    local timeout = (term_at and not termed) and math.max(0, (term_at - child:elapsed()) // 1000000) or 200
+    local what, signo, werrno = waiter:wait(rec.rings, timeout)
+    if what == nil then return fail(rec, signo, werrno) end
+    if what == "signal" then
+      if rec.interrupted then waiter:kill(9) end
+      rec.interrupted = rec.interrupted or signo
+      term_at = term_at or child:elapsed() + GRACE
+      if child:wait(0) then what = "exited" end   -- signals first, an exit still ends
+    end
+    local ok, msg, errno = drain(rec)
+    if not ok then return fail(rec, msg, errno) end
+    progress(rec, opts)
+    if what == "exited" then return true end
+    if term_at and not termed and child:elapsed() >= term_at then
+      waiter:kill(15)
+      termed = true
+    end
+  end
+end
+
+-- signals that came as the command ended are taken before the wait:
+-- it ignores SIGINT until the child is reaped, which discards a pending one
+local function take_pending(rec, waiter)
+  while true do
+    local what, signo = waiter:wait({}, 0)
+    if what ~= "signal" then return end
+    rec.interrupted = rec.interrupted or signo
+  end
+end
+
+-- The result of a recording whose command was reaped (res: its status),
+-- the file finished and the events closed.
+local function finish(rec, argv, opts, res, pid, waiter)
+  local r = setmetatable({ events = rec.names, pid = pid }, Result)
+  for k, v in pairs(res) do r[k] = v end
+  local w = rec.w
+  local samples, lost = rec.samples, rec.lost
+  -- the kernel's count of what it dropped (PERF_FORMAT_LOST, Linux 6.0),
+  -- which PERF_RECORD_LOST may not have told yet; in the file as perf
+  -- record writes it: one PERF_RECORD_LOST_SAMPLES per event
+  if w then samples, lost = w.samples, w.lost end
+  local dropped, known = 0, false
+  local ok, msg, errno
+  for _, rb in ipairs(rec.rings) do
+    local _, n = rb:lost()
+    if n then known, dropped = true, dropped + n end
+    if w and n and n > 0 then
+      ok, msg, errno = w:lost_samples(rb:event():id(), n)
+      if not ok then return fail(rec, msg, errno) end
+    end
+  end
+  if known then lost = math.max(lost, dropped) end
+  if w then
+    local cmdline = opts.cmdline
+    if not cmdline then
+      cmdline = { "perf-lua", "record" }
+      for _, a in ipairs(argv) do cmdline[#cmdline + 1] = a end
+    end
+    ok, msg, errno = w:close(cmdline)
+    rec.w = nil
+    if not ok then return fail(rec, msg, errno) end
+    r.output = opts.output
+  end
+  close_all(rec.sets)
+  r.samples, r.lost = samples, lost
+  -- a signal that came once the command had ended stops nothing more,
+  -- but it is told, and taken before the signals are unblocked
+  take_pending(rec, waiter)
+  waiter:close()
+  if rec.interrupted then
+    r.interrupted, r.interrupted_signo = core.signal_name(rec.interrupted), rec.interrupted
+  end
+  return r
+end
+
 --- Runs a command and samples it and its children on every CPU, as
 -- `perf record`; with `output`, writes a perf.data file perf reads.
 -- @tparam {string,...} argv the command (argv[1] looked up in PATH)
@@ -170,157 +326,39 @@ function M.record(argv, events, opts)
   if not child then return nil, "perf.record: " .. msg, errno end
   local child_ <close> = child
   local pid = child:pid()
-  local sets, names, all, rings = {}, {}, { rings = {} }, {}
   local target = { pid = opts.all_cpus and -1 or pid }
   if opts.cpus then
     target.cpus = type(opts.cpus) == "string" and cpus.parse_list(opts.cpus) or opts.cpus
   end
-  for i, e in ipairs(list) do
-    local spec, name = spec_of(e, opts, i == 1)
-    local set
-    set, msg, errno = cpus.open(spec, target)
-    -- refused for sampling the kernel too (perf_event_paranoid): user
-    -- space only, as perf record retries
-    local user = not set and not opts.all_cpus and base.user_only(spec, errno)
-    local uset = user and cpus.open(user, target)
-    if uset then set, name = uset, base.user_name(name) end
-    if not set then close_all(sets) return nil, "perf.record: " .. msg, errno end
-    sets[#sets + 1], names[#names + 1] = set, name
-    local ok
-    ok, msg, errno = set:mmap(opts.pages or M.default_pages())
-    if not ok then close_all(sets) return nil, "perf.record: " .. msg, errno end
-    for k = 1, #set do all[#all + 1] = set[k] end
-    for _, rb in ipairs(set.rings) do rings[#rings + 1] = rb end
-  end
-  all.rings = rings
-  local w
-  local samples, lost = 0, 0
-  local function fail(m, e)
-    if w then w:close() end
-    close_all(sets)
-    return nil, "perf.record: " .. m, e
-  end
+  local rec, ok
+  rec, msg, errno = open_sets(list, opts, target)
+  if not rec then return nil, msg, errno end
   if opts.output then
-    w, msg, errno = writer.writer(opts.output, all)
-    if not w then close_all(sets) return nil, msg, errno end
-    local ok = w:synthesize_kernel()
-    if ok and opts.all_cpus then
-      for _, p in ipairs(processes()) do w:synthesize(p) end
-    elseif ok then
-      ok, msg, errno = w:synthesize(pid)
-    end
-    if not ok then return fail(msg, errno) end
-  end
-  local function drain()
-    if w then return w:write(all) end
-    for _, rb in ipairs(rings) do
-      local _, s, l = core.ring_write(rb, nil)   -- counted and consumed
-      samples, lost = samples + s, lost + l
-    end
-    return true
+    ok, msg, errno = open_output(rec, opts, pid)
+    if not ok then return nil, msg, errno end
   end
   -- ^C and SIGTERM are taken from here on: they stop the recording
   local waiter
   waiter, msg, errno = core.waiter(pid)
-  if not waiter then return fail(msg, errno) end
+  if not waiter then return fail(rec, msg, errno) end
   local waiter_ <close> = waiter
   if opts.all_cpus then
-    for _, set in ipairs(sets) do set:enable() end
+    for _, set in ipairs(rec.sets) do set:enable() end
   end
-  local ok
   ok, msg, errno = child:start()
-  if not ok then return fail(msg, errno) end
-  -- what was recorded so far, for opts.on_progress (after each drain)
-  local function progress()
-    if not opts.on_progress then return end
-    if w then
-      opts.on_progress { samples = w.samples, lost = w.lost,
-                         bytes = w.data_offset + w.data_size, output = opts.output }
-    else
-      opts.on_progress { samples = samples, lost = lost }
-    end
-  end
-  -- The rings are drained whenever one is past its watermark, at least
-  -- every 200 ms, until the command exits. A signal stops the recording
-  -- and what was recorded is kept: the command, which a ^C reached too,
-  -- has 100 ms to end, then it gets SIGTERM, as perf record sends it (and
-  -- SIGKILL at a second signal).
-  local GRACE = 100000000
-  local interrupted, term_at, termed
-  while true do
-    local timeout = (term_at and not termed) and math.max(0, (term_at - child:elapsed()) // 1000000) or 200
-    local what, signo, werrno = waiter:wait(rings, timeout)
-    if what == nil then return fail(signo, werrno) end
-    if what == "signal" then
-      if interrupted then waiter:kill(9) end
-      interrupted = interrupted or signo
-      term_at = term_at or child:elapsed() + GRACE
-      if child:wait(0) then what = "exited" end   -- signals first, an exit still ends
-    end
-    ok, msg, errno = drain()
-    if not ok then return fail(msg, errno) end
-    progress()
-    if what == "exited" then break end
-    if term_at and not termed and child:elapsed() >= term_at then
-      waiter:kill(15)
-      termed = true
-    end
-  end
+  if not ok then return fail(rec, msg, errno) end
+  ok, msg, errno = record_until_exit(rec, opts, child, waiter)
+  if not ok then return nil, msg, errno end
   if opts.all_cpus then
-    for _, set in ipairs(sets) do set:disable() end
+    for _, set in ipairs(rec.sets) do set:disable() end
   end
-  -- signals that came as the command ended are taken before the wait:
-  -- it ignores SIGINT until the child is reaped, which discards a pending one
-  local function take_pending()
-    while true do
-      local what, signo = waiter:wait({}, 0)
-      if what ~= "signal" then return end
-      interrupted = interrupted or signo
-    end
-  end
-  take_pending()
+  take_pending(rec, waiter)
   local res
   res, msg, errno = child:wait()
-  if not res then return fail(msg, errno) end
-  ok, msg, errno = drain()
-  if not ok then return fail(msg, errno) end
-  local r = setmetatable({ events = names, pid = pid }, Result)
-  for k, v in pairs(res) do r[k] = v end
-  -- the kernel's count of what it dropped (PERF_FORMAT_LOST, Linux 6.0),
-  -- which PERF_RECORD_LOST may not have told yet; in the file as perf
-  -- record writes it: one PERF_RECORD_LOST_SAMPLES per event
-  if w then samples, lost = w.samples, w.lost end
-  local dropped, known = 0, false
-  for _, rb in ipairs(rings) do
-    local _, n = rb:lost()
-    if n then known, dropped = true, dropped + n end
-    if w and n and n > 0 then
-      ok, msg, errno = w:lost_samples(rb:event():id(), n)
-      if not ok then return fail(msg, errno) end
-    end
-  end
-  if known then lost = math.max(lost, dropped) end
-  if w then
-    local cmdline = opts.cmdline
-    if not cmdline then
-      cmdline = { "perf-lua", "record" }
-      for _, a in ipairs(argv) do cmdline[#cmdline + 1] = a end
-    end
-    ok, msg, errno = w:close(cmdline)
-    w = nil
-    if not ok then return fail(msg, errno) end
-    r.output = opts.output
-  end
-  close_all(sets)
-  r.samples, r.lost = samples, lost
-  -- a signal that came once the command had ended stops nothing more,
-  -- but it is told, and taken before the signals are unblocked
-  take_pending()
-  waiter:close()
-  if interrupted then
-    r.interrupted, r.interrupted_signo = core.signal_name(interrupted), interrupted
-  end
-  return r
+  if not res then return fail(rec, msg, errno) end
+  ok, msg, errno = drain(rec)
+  if not ok then return fail(rec, msg, errno) end
+  return finish(rec, argv, opts, res, pid, waiter)
 end
 
 return M
