@@ -115,6 +115,59 @@ function cli.count(name, args, i)
   return n, j
 end
 
+-- A command's option loop over `args`: each option in turn, long names
+-- mapped to their short ones (o.long), until "--" or the first argument
+-- that is not an option, which start the command: the list returned.
+-- handle(opt, value, count) takes one option and returns true when it is
+-- the command's; value() is its value (the next argument), count() that
+-- value as a positive integer. -h and --help print the help; an unknown
+-- option is a usage error naming the nearest. With o.equals, "--long=V"
+-- gives V; o.joined, a pattern, matches the short options that take
+-- their value joined ("-r5"), and o.short_names names the short option
+-- in the message of a missing value.
+function cli.each_option(name, args, o, handle)
+  local cmd, i = {}, 1
+  while i <= #args do
+    local a = args[i]
+    local long, v
+    if o.equals then long, v = a:match("^(%-%-[%w-]+)=(.*)$") end   -- --event=EVENTS
+    if o.long[long or a] then a = o.long[long or a] .. (v or "") end
+    local opt, joined
+    if o.joined then opt, joined = a:match(o.joined) end
+    opt = opt or a
+    local at = i
+    local function value()
+      if joined then return joined end
+      if args[i + 1] == nil then cli.usage(name, (o.short_names and a or args[i]) .. " needs a value") end
+      i = i + 1
+      return args[i]
+    end
+    local function count()
+      local s = value()
+      local n = math.tointeger(tonumber(s))
+      if not n or n < 1 then
+        cli.usage(name, ("%s takes a positive integer, not '%s'"):format(args[at], s))
+      end
+      return n
+    end
+    if opt == "--" then
+      table.move(args, i + 1, #args, 1, cmd)
+      break
+    elseif opt == "-h" or opt == "--help" then
+      cli.usage(name)
+    elseif handle(opt, value, count) then -- luacheck: ignore 542
+      -- the command's option, taken
+    elseif opt:sub(1, 1) == "-" then
+      cli.unknown_option(name, a)
+    else
+      table.move(args, i, #args, 1, cmd)
+      break
+    end
+    i = i + 1
+  end
+  return cmd
+end
+
 -- perf's limit on -F: above the kernel's maximum rate, the maximum, with
 -- perf's warning.
 function cli.max_freq(hz)

@@ -62,25 +62,10 @@ local AGGREGATE = { ["-A"] = "cpu", ["--per-core"] = "core", ["--per-die"] = "di
 
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
 local interval, json, aggregate, per_thread, target
-local argv = {}
 local in_order = {}                                  -- -e and -G in order, for -G's pairing
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  local long, v = a:match("^(%-%-[%w-]+)=(.*)$")    -- --event=EVENTS
-  if LONG[long or a] then a = LONG[long or a] .. (v or "") end
-  local opt, joined = a:match("^(%-[erxoCIptG])(.+)$")  -- perf's -x, and -r5 forms
-  local function value()
-    if joined then return joined end
-    i = i + 1
-    if arg[i] == nil then usage(a .. " needs a value") end
-    return arg[i]
-  end
-  opt = opt or a
-  if opt == "--" then
-    table.move(arg, i + 1, #arg, 1, argv)
-    break
-  elseif opt == "-e" then
+local argv = cli.each_option("stat", arg, { long = LONG, equals = true, joined = "^(%-[erxoCIptG])(.+)$",
+  short_names = true }, function(opt, value)
+  if opt == "-e" then
     in_order[#in_order + 1] = { e = value() }
     for _, e in ipairs(split(in_order[#in_order].e)) do events[#events + 1] = e end
   elseif opt == "-r" then
@@ -115,16 +100,11 @@ while i <= #arg do
     if not interval or interval < 1 then usage("-I needs a positive number of milliseconds") end
   elseif opt == "-o" then
     outfile = value()
-  elseif opt == "-h" or opt == "--help" then
-    usage()
-  elseif opt:sub(1, 1) == "-" then
-    require("perf.cli").unknown_option("stat", a)
   else
-    table.move(arg, i, #arg, 1, argv)
-    break
+    return false
   end
-  i = i + 1
-end
+  return true
+end)
 if #argv == 0 then
   usage(target and "give a command to count for, such as -- sleep 2" or "no command given")
 end

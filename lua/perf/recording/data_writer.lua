@@ -253,17 +253,9 @@ end
 -- systems' format files, then kallsyms, printk formats and saved
 -- cmdlines, each behind its size; perf reads it back to name and decode
 -- the tracepoint samples)
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local function tracefs_root()
   for _, d in ipairs { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" } do
-    if slurp(d .. "/events/header_page") then return d end
+    if fs.read(d .. "/events/header_page") then return d end
   end
 end
 
@@ -278,7 +270,7 @@ function M.tracing_data(attrs)
       local sys, ev = (name or ""):match("^([^:]+):(.+)$")
       if sys and sys ~= "ftrace" then
         if not systems[sys] then systems[sys] = {} order[#order + 1] = sys end
-        local format = slurp(("%s/events/%s/%s/format"):format(root, sys, ev))
+        local format = fs.read(("%s/events/%s/%s/format"):format(root, sys, ev))
         if format then table.insert(systems[sys], format) end
       end
     end
@@ -288,8 +280,8 @@ function M.tracing_data(attrs)
   local out = {
     "\23\8\68tracing", "0.6\0", "\0", string.pack("B", string.packsize("j")),
     string.pack("<I4", 4096),
-    "header_page\0", file(slurp(root .. "/events/header_page") or ""),
-    "header_event\0", file(slurp(root .. "/events/header_event") or ""),
+    "header_page\0", file(fs.read(root .. "/events/header_page") or ""),
+    "header_event\0", file(fs.read(root .. "/events/header_event") or ""),
     string.pack("<I4", 0),                                  -- ftrace formats
     string.pack("<I4", #order),
   }
