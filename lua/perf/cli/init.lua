@@ -1,3 +1,6 @@
+-- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
+-- (perf) and any layer.
+
 -- perf-lua: perf's commands, written with perf for Lua.
 --
 -- Each command is a script, lua/perf/cli/<command>.lua, found on

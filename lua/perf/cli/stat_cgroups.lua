@@ -1,3 +1,6 @@
+-- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
+-- (perf) and any layer.
+
 -- perf-lua stat -G: cgroup names paired with the events as perf stat pairs
 -- them.
 --

@@ -1,3 +1,6 @@
+-- Layer lua/perf/counting/: groups, perf.measure, perf.stat, per-CPU sets and their output;
+-- it requires perf.core and the layers below it (util, event) only.
+
 --- Documented on the perf page.
 -- @submodule perf
 

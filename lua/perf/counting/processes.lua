@@ -1,3 +1,6 @@
+-- Layer lua/perf/counting/: groups, perf.measure, perf.stat, per-CPU sets and their output;
+-- it requires perf.core and the layers below it (util, event) only.
+
 -- perf.processes: what perf.stat counts when it is given a running process,
 -- thread or cgroup instead of a command, as perf stat -p, -t and -G do.
 --

@@ -1,3 +1,6 @@
+-- Layer lua/perf/counting/: groups, perf.measure, perf.stat, per-CPU sets and their output;
+-- it requires perf.core and the layers below it (util, event) only.
+
 --- perf.stat_format: perf.stat results printed the way `perf stat` prints
 -- them. Pure functions over result tables, so they can be checked on
 -- synthetic values (multiplexed counts, several runs).

@@ -1,3 +1,6 @@
+-- Layer lua/perf/counting/: groups, perf.measure, perf.stat, per-CPU sets and their output;
+-- it requires perf.core and the layers below it (util, event) only.
+
 -- perf stat's tool events: duration_time, user_time and system_time are
 -- no kernel events; perf stat takes them from the command's wall-clock
 -- time and rusage. perf.stat does the same with the times it measures

@@ -1,3 +1,6 @@
+-- Layer lua/perf/counting/: groups, perf.measure, perf.stat, per-CPU sets and their output;
+-- it requires perf.core and the layers below it (util, event) only.
+
 -- perf.threads: a command's counts per thread, for perf.stat's per_thread.
 --
 -- Counters that inherit to a command's tasks add every task's count into

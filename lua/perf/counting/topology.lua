@@ -1,3 +1,6 @@
+-- Layer lua/perf/counting/: groups, perf.measure, perf.stat, per-CPU sets and their output;
+-- it requires perf.core and the layers below it (util, event) only.
+
 -- perf.topology: where each CPU sits (socket, die, core), read from sysfs
 -- (/sys/devices/system/cpu/cpuN/topology), and CPUs gathered by that place
 -- as perf stat --per-socket, --per-die, --per-core and -A gather them.

@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- What this machine's kernel lets perf do, probed once and cached, except
 -- what can change from one moment to the next: tracefs (it can be mounted
 -- later) and the free hardware breakpoint slots (other processes' CPU-wide

@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.cgroup: where the cgroups perf_event counts in are, found as the
 -- perf tool finds them (tools/lib/api/fs/cgroup.c): the mount of a cgroup
 -- v1 hierarchy with the perf_event controller, else the cgroup2 mount. On

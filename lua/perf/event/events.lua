@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.events: the kernel's generic event names, as perf spells them.
 --
 -- Every table maps names to the numbers the kernel expects in

@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.glob: event patterns expanded to the events they name, as perf stat
 -- -e expands them.
 --

@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.modifiers: the ":ukhp..." part of perf's event syntax, and how
 -- perf turns the letters into attr fields (for one event, or for every
 -- member of a group on top of the member's own).

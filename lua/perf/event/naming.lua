@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 --- The name perf prints for an event given in kernel terms.
 --
 --   naming.name_of { type = 1, config = 2 }                  --> "page-faults"

@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.pmu: the PMUs the kernel describes in sysfs.
 --
 -- Each directory of /sys/bus/event_source/devices is a PMU with a `type`

@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.syntax: what the event-syntax modules share. Failures are raised
 -- as tables carrying the source and a position, and become messages with a
 -- caret under the position at the entry points (perf.parse, parse.spec).

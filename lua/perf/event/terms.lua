@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.terms: the "/term=value,.../" part of perf's event syntax: the terms
 -- every event takes (config, period, freq, name, call-graph, branch_type,
 -- ...) and, for a sysfs PMU, its format terms packed into config, config1,

@@ -1,3 +1,6 @@
+-- Layer lua/perf/event/: event syntax and names, discovery (PMUs, tracefs, capabilities) and
+-- opening one event; it requires perf.core and lua/perf/util/ only.
+
 -- perf.tracefs: where the kernel's tracing file system is, mounting it on
 -- first use as the perf tool does.
 --

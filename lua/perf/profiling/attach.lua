@@ -1,3 +1,6 @@
+-- Layer lua/perf/profiling/: perf.profile, the attach by pid, and the reports (flame graphs,
+-- pprof, diffs); it requires perf.core and the layers below it (util, event, counting) only.
+
 -- perf.attach: profiling a running Lua 5.4 process by pid, for
 -- perf.profile({ pid = P } | { tid = T }, opts) and perf.profiler{ pid = P }.
 --

@@ -1,3 +1,6 @@
+-- Layer lua/perf/profiling/: perf.profile, the attach by pid, and the reports (flame graphs,
+-- pprof, diffs); it requires perf.core and the layers below it (util, event, counting) only.
+
 -- perf.attach_target: what runs in a process to be profiled by pid: its
 -- Lua (the release named by the lua_ident string of its executable or of
 -- a library it mapped, liblua5.4.so.0 or a Lua built in), and whether this

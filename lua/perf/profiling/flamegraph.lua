@@ -1,3 +1,6 @@
+-- Layer lua/perf/profiling/: perf.profile, the attach by pid, and the reports (flame graphs,
+-- pprof, diffs); it requires perf.core and the layers below it (util, event, counting) only.
+
 -- perf.flamegraph: a profile as an interactive SVG flame graph, and as
 -- speedscope's JSON file format.
 --

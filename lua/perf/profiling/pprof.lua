@@ -1,3 +1,6 @@
+-- Layer lua/perf/profiling/: perf.profile, the attach by pid, and the reports (flame graphs,
+-- pprof, diffs); it requires perf.core and the layers below it (util, event, counting) only.
+
 -- perf.pprof: a profile in pprof's format (github.com/google/pprof,
 -- proto/profile.proto, package perftools.profiles), the file `go tool
 -- pprof`, Pyroscope and Parca read.

@@ -1,3 +1,6 @@
+-- Layer lua/perf/profiling/: perf.profile, the attach by pid, and the reports (flame graphs,
+-- pprof, diffs); it requires perf.core and the layers below it (util, event, counting) only.
+
 --- Documented on the perf page.
 -- @submodule perf
 

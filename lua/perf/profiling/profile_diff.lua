@@ -1,3 +1,6 @@
+-- Layer lua/perf/profiling/: perf.profile, the attach by pid, and the reports (flame graphs,
+-- pprof, diffs); it requires perf.core and the layers below it (util, event, counting) only.
+
 -- perf.profile_diff: two profiles of the same code compared, stack by
 -- stack and line by line.
 --

@@ -1,3 +1,6 @@
+-- Layer lua/perf/recording/: perf.record and perf.data files, read and written; it requires
+-- perf.core and the layers below it (util, event, counting, profiling) only.
+
 --- perf.data: reading and writing the files perf record writes.
 --
 --   local f <close> = assert(perf.data.open "perf.data")

@@ -1,3 +1,6 @@
+-- Layer lua/perf/recording/: perf.record and perf.data files, read and written; it requires
+-- perf.core and the layers below it (util, event, counting, profiling) only.
+
 -- perf.data_writer: perf.data files perf report and perf script read.
 --
 --   local w = assert(perf.data.writer("out.data", set))   -- events or a perf.cpus set

@@ -1,3 +1,6 @@
+-- Layer lua/perf/recording/: perf.record and perf.data files, read and written; it requires
+-- perf.core and the layers below it (util, event, counting, profiling) only.
+
 --- Documented on the perf page.
 -- @submodule perf
 

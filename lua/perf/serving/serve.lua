@@ -1,3 +1,6 @@
+-- Layer lua/perf/serving/: the Prometheus exporter and the HTTP server; it requires perf.core
+-- and the layers below it (util, event, counting, profiling, recording) only.
+
 --- Documented on the perf page.
 -- @submodule perf
 

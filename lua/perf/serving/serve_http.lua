@@ -1,3 +1,6 @@
+-- Layer lua/perf/serving/: the Prometheus exporter and the HTTP server; it requires perf.core
+-- and the layers below it (util, event, counting, profiling, recording) only.
+
 -- perf.serve_http: the little HTTP/1.1 perf.serve speaks (RFC 9112),
 -- strict and bounded, plain Lua over byte strings (no sockets here).
 --

@@ -1,3 +1,6 @@
+-- Layer lua/perf/serving/: the Prometheus exporter and the HTTP server; it requires perf.core
+-- and the layers below it (util, event, counting, profiling, recording) only.
+
 -- perf.serve_profile: one profile of the exporter's target for
 -- /debug/pprof/profile and e:profile: started, left to run while the
 -- server keeps answering, finished into pprof's gzipped bytes.

@@ -1,3 +1,6 @@
+-- Layer lua/perf/util/: plain helpers (small files, did-you-mean, option tables, gzip, ELF and
+-- kernel symbols); it requires perf.core only.
+
 --- perf.elf: the symbol tables of an ELF file, enough to place a uprobe.
 --
 --     local elf = require "perf.elf"

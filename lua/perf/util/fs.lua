@@ -1,3 +1,6 @@
+-- Layer lua/perf/util/: plain helpers (small files, did-you-mean, option tables, gzip, ELF and
+-- kernel symbols); it requires perf.core only.
+
 -- perf.fs: reading the small files of sysfs, tracefs and procfs.
 --
 -- Lua has no readdir; the C core provides one (perf.core.listdir) when it

@@ -1,3 +1,6 @@
+-- Layer lua/perf/util/: plain helpers (small files, did-you-mean, option tables, gzip, ELF and
+-- kernel symbols); it requires perf.core only.
+
 -- perf.gzip: a gzip file (RFC 1952) around stored deflate blocks (RFC 1951
 -- section 3.2.4: BTYPE 00, no compression), with its CRC-32. Every gzip
 -- reader accepts it; Lua 5.4 has no zlib, and the profiles written through

@@ -1,3 +1,6 @@
+-- Layer lua/perf/util/: plain helpers (small files, did-you-mean, option tables, gzip, ELF and
+-- kernel symbols); it requires perf.core only.
+
 --- perf.kallsyms: kernel addresses to function names, from /proc/kallsyms,
 -- as perf report and perf script name a sample's kernel ip.
 --

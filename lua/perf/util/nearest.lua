@@ -1,3 +1,6 @@
+-- Layer lua/perf/util/: plain helpers (small files, did-you-mean, option tables, gzip, ELF and
+-- kernel symbols); it requires perf.core only.
+
 -- perf.nearest: "did you mean" suggestions. The C core finds and spells
 -- them (perf.core.nearest, did_you_mean, check_keys), so a message from a
 -- Lua module suggests names as one from the core does:

@@ -1,3 +1,6 @@
+-- Layer lua/perf/util/: plain helpers (small files, did-you-mean, option tables, gzip, ELF and
+-- kernel symbols); it requires perf.core only.
+
 -- perf.options: the option tables of helpers such as perf.watch and
 -- perf.uprobe hold target fields (pid, cpu, group, cgroup, flags), the
 -- helper's own keys, and attr fields that refine the event.
