@@ -60,9 +60,11 @@ describe("the house of lua/perf", function()
     for name in pairs(PUBLIC) do assert.truthy(by_name[name], name) end
   end)
 
+  -- (a command's opening comment is its --help text: perf.cli's init says it for them)
   it("opens each layer's modules with the layer's header", function()
     assert.same({}, each(function(m, _, bad)
-      if m.layer ~= "front" and not m.src:find("^%-%- Layer lua/perf/" .. m.layer .. "/: ") then
+      if m.layer ~= "front" and (m.layer ~= "cli" or m.name == "perf.cli")
+          and not m.src:find("^%-%- Layer lua/perf/" .. m.layer .. "/: ") then
         bad[#bad + 1] = m.path
       end
     end))

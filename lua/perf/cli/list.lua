@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua list: the events this machine offers, as perf list prints them,
 -- then its PMUs.
 --

@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua profile: which Lua functions and lines cause an event.
 --
 --   perf-lua profile [-e EVENT] [-F HZ | -c PERIOD] [-n N] [--native] [-o FILE] script.lua [args...]

@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua profile -p PID[,PID...] | -t TID [--duration S | -- command...]:
 -- the profile of running processes (perf.profile with a target table).
 -- Returns the exit code: 0, 1 when the profile cannot be taken, 129 for a

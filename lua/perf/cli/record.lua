@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua record: sample a command and show what was hot.
 --
 --   perf-lua record [-F HZ | -c PERIOD] [-e EVENT] [-g] [-o FILE] [-n N] [-a] [--] command [args...]

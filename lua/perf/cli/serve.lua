@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua serve: counters for Prometheus and profiles for pprof, over HTTP.
 --
 --   perf-lua serve [--listen ADDR:PORT] [-e EVENTS]... [-a | -C CPUS | -p PID | -G CGROUP] [--max-seconds N] [--timeout S]

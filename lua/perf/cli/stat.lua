@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua stat: run a command and print what it cost, as perf stat does.
 --
 --   perf-lua stat [-e EVENTS]... [-r N] [-x SEP | -j] [-i] [-a] [-C LIST] [-A | --per-core | --per-die | --per-socket | --per-thread] [-I MS] [-o FILE] [--] COMMAND [ARG]...

@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua stat -G: cgroup names paired with the events as perf stat pairs
 -- them.
 --

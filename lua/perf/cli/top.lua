@@ -1,6 +1,3 @@
--- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
--- (perf) and any layer.
-
 -- perf-lua top: a live view of the hottest commands and functions on every
 -- CPU, refreshed every second, as perf top shows them.
 --
