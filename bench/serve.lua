@@ -21,7 +21,7 @@ end
 
 local N = math.tointeger(tonumber(arg[1] or "")) or 2000
 local EVENTS = "page-faults,context-switches,cpu-migrations,syscalls:sys_enter_openat"
-local CPUS = "0-" .. (#require("perf.capabilities").online_cpus() - 1)
+local CPUS = "0-" .. (#require("perf.event.capabilities").online_cpus() - 1)
 
 local function sh(cmd)
   local p = io.popen(cmd)

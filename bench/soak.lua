@@ -19,7 +19,7 @@
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local perf = require "perf"
-local fs = require "perf.fs"
+local fs = require "perf.util.fs"
 
 local MINUTES = tonumber(arg[1] or "10")
 local EVERY = tonumber(arg[2] or "60")

@@ -1,7 +1,7 @@
 /*
 ** group.c: the perf.group handle: events read together with one read(2).
 **
-** A group is built from events already open (lua/perf/group.lua opens them):
+** A group is built from events already open (lua/perf/counting/group.lua opens them):
 ** the leader first, the members joined to it, all with read_format GROUP and
 ** ID. The members live in the group's user value 1 (a list), which keeps
 ** them alive; the struct also caches pointers to their blocks for the read

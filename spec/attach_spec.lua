@@ -1,4 +1,4 @@
--- perf.profile({ pid = P }) and perf.profiler{ pid = P } (lua/perf/attach.lua,
+-- perf.profile({ pid = P }) and perf.profiler{ pid = P } (lua/perf/profiling/attach.lua,
 -- csrc/attach*.c): a running Lua 5.4 program profiled by pid, without a
 -- change to it, on Debian's lua5.4 running spec/fixtures/attach_target.lua.
 local perf = require "perf"

@@ -1,23 +1,31 @@
 -- perf.base: the modules under the front share it and never require the
 -- front itself, so loading any of them loads nothing above it.
 local H = require "helpers"
-local parse = require "perf.parse"
-local pmu = require "perf.pmu"
+local parse = require "perf.event.parse"
+local pmu = require "perf.event.pmu"
 
--- The modules below the front: every lua/perf/*.lua but init.lua (the
--- commands under lua/perf/cli/ stand above it).
+-- The modules below the front: every lua/perf/*.lua but init.lua, and
+-- those of the layer folders (the commands under lua/perf/cli/ stand
+-- above it).
 local function lower_modules()
+  local core = require "perf.core"
   local out = {}
-  for _, file in ipairs(require("perf.core").listdir("lua/perf")) do
+  for _, file in ipairs(core.listdir("lua/perf")) do
     local name = file:match("^(.+)%.lua$")
     if name and name ~= "init" then out[#out + 1] = "perf." .. name end
+    if not file:find(".", 1, true) and file ~= "cli" then
+      for _, f in ipairs(core.listdir("lua/perf/" .. file) or {}) do
+        local m = f:match("^(.+)%.lua$")
+        if m then out[#out + 1] = "perf." .. file .. "." .. m end
+      end
+    end
   end
   table.sort(out)
   return out
 end
 
 describe("perf.base", function()
-  local base = require "perf.base"
+  local base = require "perf.event.base"
 
   it("opens what perf.open opens, with the same defaults", function()
     local ev <close> = assert(base.open "syscalls:sys_enter_openat")
@@ -29,6 +37,7 @@ describe("perf.base", function()
     assert.is_true(base.is_event(ev))
     assert.is_false(base.is_event({}))
     assert.are.equal("x", base.strip_position("lua/perf/group.lua:12: x"))
+    assert.are.equal("x", base.strip_position("lua/perf/counting/group.lua:12: x"))
   end)
 
   it("is what the front exports", function()
@@ -55,11 +64,11 @@ describe("perf.base", function()
       for _, m in ipairs { ]] .. ("%q, "):rep(#mods):sub(1, -3):format(table.unpack(mods)) .. [[ } do
         require(m)
       end
-      local g = assert(require("perf.group").new { "syscalls:sys_enter_openat", "syscalls:sys_enter_close" })
+      local g = assert(require("perf.counting.group").new { "syscalls:sys_enter_openat", "syscalls:sys_enter_close" })
       g:enable() io.open("/dev/null"):close() g:disable()
       local t = g:read()
-      local r = assert(require("perf.stat").stat({ "true" }, "syscalls:sys_enter_openat"))
-      local m = require("perf.measure").measure({ "syscalls:sys_enter_close" }, function()
+      local r = assert(require("perf.counting.stat").stat({ "true" }, "syscalls:sys_enter_openat"))
+      local m = require("perf.counting.measure").measure({ "syscalls:sys_enter_close" }, function()
         io.open("/dev/null"):close()
       end)
       local set = assert(require("perf.cpus").open("syscalls:sys_enter_openat"))

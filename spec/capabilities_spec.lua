@@ -1,8 +1,8 @@
--- perf.capabilities (lua/perf/capabilities.lua): what this machine's
+-- perf.capabilities (lua/perf/event/capabilities.lua): what this machine's
 -- kernel lets perf do, compared with procfs, sysfs, the perf tool and what
 -- the kernel accepts.
 local perf = require "perf"
-local capabilities = require "perf.capabilities"
+local capabilities = require "perf.event.capabilities"
 local H = require "helpers"
 
 describe("perf.capabilities", function()

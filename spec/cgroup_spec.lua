@@ -40,8 +40,8 @@ describe("perf.cgroup", function()
 
   it("finds this machine's hierarchy", function()
     local root = assert(cgroup.root())
-    assert.is_true(require("perf.fs").isdir(root))
-    assert.is_true(require("perf.fs").exists(root .. "/cgroup.procs"))
+    assert.is_true(require("perf.util.fs").isdir(root))
+    assert.is_true(require("perf.util.fs").exists(root .. "/cgroup.procs"))
   end)
 end)
 
@@ -67,7 +67,7 @@ describe("cgroup advice", function()
     msg = select(2, perf.stat({ cgroup = "/tmp" }, "task-clock", { duration = 0.01 }))
     assert.are.equal(("perf.stat: no cgroup /tmp (%s/tmp is no directory)"):format(root), msg)
     local other
-    for line in require("perf.fs").read("/proc/self/mounts"):gmatch("[^\n]+") do
+    for line in require("perf.util.fs").read("/proc/self/mounts"):gmatch("[^\n]+") do
       local dir, opts = line:match("^%S+ (%S+) cgroup (%S+)")
       if dir and not other and not ("," .. opts .. ","):find(",perf_event,", 1, true) then other = dir end
     end

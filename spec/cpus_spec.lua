@@ -1,4 +1,4 @@
--- perf.cpus (lua/perf/cpus.lua): one event per CPU, their rings merged by
+-- perf.cpus (lua/perf/counting/cpus.lua): one event per CPU, their rings merged by
 -- time; counts checked exactly with tracepoints, CPU placement with this
 -- process pinned by taskset.
 local perf = require "perf"
@@ -56,7 +56,7 @@ end)
 
 -- Open file descriptors of this process.
 local function fds()
-  return #require("perf.fs").listdir("/proc/self/fd")
+  return #require("perf.util.fs").listdir("/proc/self/fd")
 end
 
 -- Runs fn with this process pinned to CPU `cpu` (taskset), then restores

@@ -3,7 +3,7 @@
 -- each class and byte order.
 local elf = require "perf.elf"
 local core = require "perf.core"
-local uprobe = require "perf.uprobe"
+local uprobe = require "perf.event.uprobe"
 local H = require "helpers"
 
 local sh = H.sh

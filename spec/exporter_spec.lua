@@ -1,7 +1,7 @@
 -- perf.exporter: counters that keep counting, read as Prometheus text.
 local H = require "helpers"
 local perf = require "perf"
-local exporter = require "perf.exporter"
+local exporter = require "perf.serving.exporter"
 
 local function value(text, series)
   local v = text:match("\n" .. series:gsub("%p", "%%%0") .. " (%S+)\n")
@@ -69,7 +69,7 @@ describe("perf.exporter", function()
   it("labels every online CPU with all_cpus", function()
     local e <close> = assert(perf.exporter { events = "context-switches", all_cpus = true })
     local text = e:metrics()
-    for _, c in ipairs(require("perf.capabilities").online_cpus()) do
+    for _, c in ipairs(require("perf.event.capabilities").online_cpus()) do
       assert.truthy(value(text, ('perf_context_switches_total{cpu="%d"}'):format(c)))
       assert.is_true(value(text, ('perf_enabled_seconds_total{event="context-switches",cpu="%d"}')
         :format(c)) > 0, "CPU " .. c .. " not counting")

@@ -1,7 +1,7 @@
 -- perf.flamegraph: the SVG flame graph (checked in headless Chromium) and
 -- speedscope's file format.
 
-local fg = require "perf.flamegraph"
+local fg = require "perf.profiling.flamegraph"
 local json = require "dkjson"          -- comes with busted
 local H = require "helpers"
 

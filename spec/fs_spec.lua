@@ -1,6 +1,6 @@
 -- perf.fs: the small reads of sysfs, tracefs and procfs, checked against
 -- what the shell and the C library see.
-local fs = require "perf.fs"
+local fs = require "perf.util.fs"
 local H = require "spec.helpers"
 
 -- A fresh temporary directory holding `names` (files), removed by the caller.
@@ -18,10 +18,10 @@ end
 
 -- perf.fs loaded again with the C core hidden: the `ls` fallback.
 local function fs_without_core()
-  local saved_core, saved_fs = package.loaded["perf.core"], package.loaded["perf.fs"]
-  package.loaded["perf.core"], package.loaded["perf.fs"] = {}, nil
-  local ok, m = pcall(require, "perf.fs")
-  package.loaded["perf.core"], package.loaded["perf.fs"] = saved_core, saved_fs
+  local saved_core, saved_fs = package.loaded["perf.core"], package.loaded["perf.util.fs"]
+  package.loaded["perf.core"], package.loaded["perf.util.fs"] = {}, nil
+  local ok, m = pcall(require, "perf.util.fs")
+  package.loaded["perf.core"], package.loaded["perf.util.fs"] = saved_core, saved_fs
   assert(ok, m)
   return m
 end
@@ -99,7 +99,7 @@ describe("perf.fs", function()
     f:close()
     -- 2 blocks of 512 bytes at most; SIGXFSZ ignored, so write(2) fails with EFBIG
     local out = H.run_lua(([[
-      local fs = require "perf.fs"
+      local fs = require "perf.util.fs"
       print(fs.write_atomic(%q, string.rep("x", 100000)))
       print(fs.write_atomic(%q, "small\n"))
     ]]):format(path, dir .. "/small.txt"), "trap '' XFSZ; ulimit -f 2;")

@@ -1,7 +1,7 @@
 -- perf.glob: tracepoint patterns expanded to the tracepoints tracefs has,
 -- as perf stat -e expands them; the lists are checked against tracefs read
 -- by the shell.
-local glob = require "perf.glob"
+local glob = require "perf.event.glob"
 local tracepoint = require "perf.tracepoint"
 
 -- "sys:event" for every tracepoint directory the shell finds under

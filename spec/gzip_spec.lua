@@ -1,6 +1,6 @@
 -- perf.gzip: gzip files of stored deflate blocks, read back by gzip itself.
 
-local gzip = require "perf.gzip"
+local gzip = require "perf.util.gzip"
 local H = require "helpers"
 
 local function through_gzip(bytes)

@@ -39,7 +39,7 @@ end
 -- mark the running test pending with busted's `pending`, saying why, and
 -- return true when it cannot run here: `if H.needs_pmu(pending) then return end`.
 function H.needs_pmu(pending)
-  local caps = require("perf.capabilities").get()
+  local caps = require("perf.event.capabilities").get()
   if caps.pmu then return false end
   pending(caps.why.pmu or "no hardware PMU here")
   return true
@@ -47,7 +47,7 @@ end
 
 -- For the specs of what happens without a PMU (hardware events refused).
 function H.needs_no_pmu(pending)
-  if not require("perf.capabilities").get().pmu then return false end
+  if not require("perf.event.capabilities").get().pmu then return false end
   pending("tests hardware events where no PMU exists, and this machine has one")
   return true
 end
@@ -67,7 +67,7 @@ end
 -- Returns its output, or nil after marking the test pending, saying why,
 -- with busted's `pending`.
 function H.run_without_kernel_counting(code, pending)
-  if require("perf.capabilities").get().paranoid < 2 then
+  if require("perf.event.capabilities").get().paranoid < 2 then
     pending("perf_event_paranoid < 2 lets nobody count kernel mode")
     return nil
   end
@@ -98,7 +98,7 @@ end
 -- The tracefs directory, as the library finds it (mounting tracefs on a
 -- freshly booted machine): specs never rely on an earlier run's mount.
 function H.tracefs()
-  return assert(require("perf.tracefs").path())
+  return assert(require("perf.event.tracefs").path())
 end
 
 -- The tracepoint id from tracefs, without going through the parser.
@@ -179,7 +179,7 @@ end
 
 -- The message perf.parse raises for `s` (asserting that it raises).
 function H.parse_error(s)
-  local ok, err = pcall(require("perf.parse").parse, s)
+  local ok, err = pcall(require("perf.event.parse").parse, s)
   assert(not ok, "expected an error for " .. s)
   return err
 end

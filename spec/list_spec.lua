@@ -2,8 +2,8 @@
 
 local perf = require "perf"
 local H = require "helpers"
-local list = require "perf.list"
-local pmu = require "perf.pmu"
+local list = require "perf.event.list"
+local pmu = require "perf.event.pmu"
 
 local sh = H.sh
 

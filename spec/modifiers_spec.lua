@@ -1,6 +1,6 @@
 -- perf.modifiers: the ":ukhp..." suffixes of perf's event syntax, through
 -- perf.parse.
-local parse = require "perf.parse"
+local parse = require "perf.event.parse"
 local H = require "helpers"
 
 local parse_error = H.parse_error

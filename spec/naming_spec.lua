@@ -4,7 +4,7 @@
 -- open all answer alike.
 local perf = require "perf"
 local core = require "perf.core"
-local naming = require "perf.naming"
+local naming = require "perf.event.naming"
 local H = require "spec.helpers"
 
 describe("perf.naming", function()
@@ -12,7 +12,7 @@ describe("perf.naming", function()
     assert.equal("L1-dcache-load-misses", naming.name_of { type = 3, config = 0x10000 })
     assert.equal("syscalls:sys_enter_openat",
       naming.name_of { type = 2, config = H.tracepoint_id("syscalls", "sys_enter_openat") })
-    local msr = require("perf.pmu").find("msr")
+    local msr = require("perf.event.pmu").find("msr")
     assert.equal("msr/config=0x0/", naming.name_of { type = msr.type, config = 0 })
     assert.equal("msr/config=0x3/", naming.name_of { type = "msr", config = 3 })
     assert.equal("hw_cache", naming.name_of({ type = 3, config = 0x7f }):match("^[^/]+"))

@@ -1,7 +1,7 @@
 -- perf.nearest and csrc/nearest.c: the "did you mean" suggestions every
 -- message shares. The C search is checked against a plain Lua edit
 -- distance written here, over names this machine's tracefs gives.
-local nearest = require "perf.nearest"
+local nearest = require "perf.util.nearest"
 local core = require "perf.core"
 
 -- Levenshtein distance ignoring ASCII case, the textbook two-row form.

@@ -214,7 +214,7 @@ describe("out of memory", function()
   end)
 
   it("perf.list", function()
-    local list = require "perf.list"
+    local list = require "perf.event.list"
     survives(function()
       list.forget()
       return #perf.list("sw") > 5

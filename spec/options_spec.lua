@@ -1,6 +1,6 @@
 -- perf.options: a helper's option table split into perf.open's target and
 -- the attr fields; the target keys are the C core's own.
-local options = require "perf.options"
+local options = require "perf.util.options"
 local core = require "perf.core"
 
 describe("perf.options", function()

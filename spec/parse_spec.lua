@@ -1,7 +1,7 @@
 -- perf.parse: every event form, every alias, exact attrs (the name tables,
 -- modifiers, terms and syntax errors have their own specs).
 
-local parse = require "perf.parse"
+local parse = require "perf.event.parse"
 local H = require "helpers"
 
 local function tp_id(sys, ev)

@@ -1,8 +1,8 @@
 -- sysfs PMUs: format bit ranges, event aliases with .scale/.unit, term
 -- packing, against a fake sysfs tree and against this machine's PMUs.
 
-local pmu = require "perf.pmu"
-local parse = require "perf.parse"
+local pmu = require "perf.event.pmu"
+local parse = require "perf.event.parse"
 local H = require "helpers"
 
 local FAKE = "spec/fixtures/sysfs"

@@ -4,7 +4,7 @@
 
 local perf = require "perf"
 local H = require "helpers"
-local pprof = require "perf.pprof"
+local pprof = require "perf.profiling.pprof"
 
 local FX = "spec/fixtures/profiled.lua"
 local fx = dofile(FX)

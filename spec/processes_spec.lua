@@ -3,7 +3,7 @@
 -- process that waits on a fifo, opens 7 files and answers on another fifo
 -- while perf.stat's command wakes it and waits for the answer.
 local perf = require "perf"
-local processes = require "perf.processes"
+local processes = require "perf.counting.processes"
 local H = require "helpers"
 
 local ESRCH = 3
@@ -52,11 +52,11 @@ local function threaded_process(n, m)
   for _ = 1, 500 do                       -- until w0, w1 and w2 wait in open(2)
     tids = {}
     local waiting = 0
-    for _, tid in ipairs(require("perf.fs").listdir(("/proc/%d/task"):format(pid))) do
+    for _, tid in ipairs(require("perf.util.fs").listdir(("/proc/%d/task"):format(pid))) do
       local task = ("/proc/%d/task/%s/"):format(pid, tid)
-      local name = (require("perf.fs").read(task .. "comm") or ""):match("[^\n]*")
+      local name = (require("perf.util.fs").read(task .. "comm") or ""):match("[^\n]*")
       tids[math.tointeger(tonumber(tid)) == pid and "main" or name] = math.tointeger(tonumber(tid))
-      if require("perf.fs").read(task .. "wchan") == "wait_for_partner" then waiting = waiting + 1 end
+      if require("perf.util.fs").read(task .. "wchan") == "wait_for_partner" then waiting = waiting + 1 end
     end
     if waiting == 3 then break end
     os.execute("sleep 0.01")

@@ -174,7 +174,7 @@ describe("profile counters", function()
 
   it("writes one pprof sample type per counter", function()
     local prof = assert(perf.profile(fx2.fault_then_spin, { counters = { "page-faults", "minor-faults" } }, 100, 0.01))
-    local bytes = require("perf.pprof").encode(prof)
+    local bytes = require("perf.profiling.pprof").encode(prof)
     H.assert_has("page-faults", bytes)
     H.assert_has("minor-faults", bytes)
     H.assert_has("count", bytes)
@@ -184,7 +184,7 @@ describe("profile counters", function()
   -- profile made from the C side's stack keys
   it("reports IPC and misses per 1000 instructions where they are counted", function()
     local k1, k2 = "Lf\ta.lua\t1\t3\n", "Lg\ta.lua\t5\t7\n"
-    local prof = require("perf.profile").new({ [k1] = 10, [k2] = 5 }, { samples = 15, lost = 0,
+    local prof = require("perf.profiling.profile").new({ [k1] = 10, [k2] = 5 }, { samples = 15, lost = 0,
       event = "cycles", freq = 999, counter_names = { "cycles", "instructions", "cache-misses" },
       counters = { cycles = 3000, instructions = 6000, ["cache-misses"] = 30 },
       counters_by_key = { [k1] = { cycles = 2000, instructions = 5000, ["cache-misses"] = 10 },

@@ -143,7 +143,7 @@ describe("mode = 'wall'", function()
 
   it("writes pprof with the time in nanoseconds", function()
     local prof = assert(perf.profile(fx.nap, { mode = "wall" }, 0.05))
-    local d = require("perf.pprof").main_type(prof)
+    local d = require("perf.profiling.pprof").main_type(prof)
     assert.same({ type = "wall", unit = "nanoseconds", scale = 1 }, d)
   end)
 end)

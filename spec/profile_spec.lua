@@ -536,7 +536,7 @@ describe("perf.profile's reports", function()
       assert.matches("^[^;]* %(spec/profile_spec%.lua:%d+%) %d+$", line, folded)
     end
     for _, f in ipairs(prof:functions()) do
-      assert.is_nil(f.source:find("perf/profile", 1, true), folded)
+      assert.is_nil(f.source:find("perf/profiling/", 1, true), folded)
     end
   end)
 

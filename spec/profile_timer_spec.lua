@@ -29,7 +29,7 @@ describe("the timer", function()
     local prof = assert(perf.profile(fx.one, { event = "timer", freq = 100 }))
     assert.equal(100, prof.freq)
     assert.same({ type = "timer", unit = "nanoseconds", scale = 10000000 },
-      require("perf.pprof").main_type(prof))
+      require("perf.profiling.pprof").main_type(prof))
     H.assert_has("samples by freq", select(2, pcall(perf.profile, fx.one, { event = "timer", period = 5 })))
     H.assert_has("give no event", select(2, pcall(perf.profile, fx.one, { event = "timer", mode = "alloc" })))
   end)

@@ -118,7 +118,7 @@ describe("perf.record", function()
 
   it("sizes the rings as perf record does: perf_event_mlock_kb less a page, a power of 2", function()
     local kb = math.tointeger(tonumber(H.sh("cat /proc/sys/kernel/perf_event_mlock_kb")))
-    local pages = require("perf.record").default_pages()
+    local pages = require("perf.recording.record").default_pages()
     assert.is_true(pages * 4 <= kb - 4 and pages * 8 > kb - 4)
     assert.equal(0, pages & (pages - 1))
     if kb == 516 then assert.equal(128, pages) end     -- the kernel's default
@@ -317,7 +317,7 @@ describe("perf.record", function()
 
     it("names libc's functions from its installed debug file, as perf report does", function()
       if not have_perf then pending("needs perf") return end
-      local e = require("perf.elf").open(require("perf.uprobe").find_binary("libc.so.6"))
+      local e = require("perf.elf").open(require("perf.event.uprobe").find_binary("libc.so.6"))
       if not (e and e.debug_file) then pending("libc's debug file is not installed (make deps installs libc6-dbg)") return end
       local file = tmp("malloc.data")
       local out = example("-n 40 -o " .. file .. " -- " .. H.lua

@@ -21,15 +21,27 @@ describe("the rockspec", function()
   local spec = rockspec()
   local modules = spec.build.modules
 
-  it("names every Lua module under lua/perf and lua/perf/cli", function()
+  it("names every Lua module under lua/perf and its layer folders", function()
+    local core = require "perf.core"
+    local n = 0
     for _, file in ipairs(ls("lua/perf", "%.lua$")) do
       local name = file == "init.lua" and "perf" or "perf." .. file:gsub("%.lua$", "")
       assert.equal("lua/perf/" .. file, modules[name], name)
+      n = n + 1
     end
-    for _, file in ipairs(ls("lua/perf/cli", "%.lua$")) do
-      local name = file == "init.lua" and "perf.cli" or "perf.cli." .. file:gsub("%.lua$", "")
-      assert.equal("lua/perf/cli/" .. file, modules[name], name)
+    for _, dir in ipairs(ls("lua/perf", "^[%w_]+$")) do
+      if core.listdir("lua/perf/" .. dir) then
+        for _, file in ipairs(ls("lua/perf/" .. dir, "%.lua$")) do
+          local name = "perf." .. dir .. (file == "init.lua" and "" or "." .. file:gsub("%.lua$", ""))
+          assert.equal("lua/perf/" .. dir .. "/" .. file, modules[name], name)
+          n = n + 1
+        end
+      end
     end
+    -- and nothing more: each module listed is a file
+    local listed = 0
+    for name in pairs(modules) do if name ~= "perf.core" then listed = listed + 1 end end
+    assert.equal(n, listed)
   end)
 
   it("installs the perf-lua command, and every command it lists", function()

@@ -1,5 +1,5 @@
 -- perf.serve_http: the strict, bounded HTTP/1.1 request parser and responses.
-local http = require "perf.serve_http"
+local http = require "perf.serving.serve_http"
 
 local function get(target, extra)
   return ("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n"):format(target, extra or "")

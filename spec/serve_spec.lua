@@ -242,7 +242,7 @@ describe("perf.server, stepped in this process", function()
     local lines = {}
     local srv <close> = assert(perf.server { listen = "127.0.0.1:0", events = "page-faults",
       log = function(line) lines[#lines + 1] = line end })
-    local http = require "perf.serve_http"
+    local http = require "perf.serving.serve_http"
     local parse = http.parse
     http.parse = function() error("a bug") end
     local ok, got = pcall(ask, srv, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -26,7 +26,7 @@ describe("perf-lua stat -G pairing", function()
     local events, cgroups = pair { { e = "syscalls:sys_enter_openat*" }, { G = ",x" } }
     -- perf numbers a pattern's matches in tracefs's directory order
     local order = {}
-    local ls = io.popen("ls -U " .. require("perf.tracefs").path() .. "/events/syscalls")
+    local ls = io.popen("ls -U " .. require("perf.event.tracefs").path() .. "/events/syscalls")
     for name in ls:lines() do
       if name:match("^sys_enter_openat") then order[#order + 1] = "syscalls:" .. name end
     end

@@ -432,7 +432,7 @@ describe("perf.stat", function()
 end)
 
 describe("perf.stat's event list splitting", function()
-  local split = require("perf.stat").split
+  local split = require("perf.counting.stat").split
   it("splits on commas outside groups and PMU terms", function()
     assert.are.same({ "task-clock", "page-faults" }, split("task-clock,page-faults"))
     assert.are.same({ "{a,b}:u", "c" }, split("{a,b}:u,c"))

@@ -1,9 +1,9 @@
--- perf.stat_tool (lua/perf/stat_tool.lua): perf stat's tool events
+-- perf.stat_tool (lua/perf/counting/stat_tool.lua): perf stat's tool events
 -- (duration_time, user_time, system_time), which no kernel counts: taken
 -- from the command's times, in the place they were given, as perf stat
 -- does (compared with the perf tool).
 local perf = require "perf"
-local tool = require "perf.stat_tool"
+local tool = require "perf.counting.stat_tool"
 local H = require "helpers"
 
 local QUIET = { stdout = "/dev/null", stderr = "/dev/null" }

@@ -1,6 +1,6 @@
 -- perf.syntax: how a bad event string is reported (the string quoted, a
 -- caret under the position, the nearest names), through perf.parse.
-local parse = require "perf.parse"
+local parse = require "perf.event.parse"
 local H = require "helpers"
 
 local parse_error = H.parse_error

@@ -1,6 +1,6 @@
 -- perf.terms: the "/term=value,.../" lists of perf's event syntax on
 -- generic events, through perf.parse.
-local parse = require "perf.parse"
+local parse = require "perf.event.parse"
 local H = require "helpers"
 
 local parse_error = H.parse_error

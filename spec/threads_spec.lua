@@ -2,7 +2,7 @@
 -- kernel's READ records at each task's exit; exact tracepoint counts that
 -- add up to perf stat's total for the same command.
 local perf = require "perf"
-local threads = require "perf.threads"
+local threads = require "perf.counting.threads"
 local H = require "helpers"
 
 local function fds()

@@ -90,14 +90,14 @@ describe("tracefs on a freshly booted machine", function()
     -- /proc/filesystems is read through perf.fs: a kernel without tracefs
     -- is one whose list lacks it
     local out = fresh(ENV .. MOUNTS .. [[
-      local fs = require "perf.fs"
+      local fs = require "perf.util.fs"
       local read = fs.read
       fs.read = function(path)
         local s = read(path)
         if path == "/proc/filesystems" then s = s:gsub("[^\n]*\ttracefs\n", "") end
         return s
       end
-      local tracefs = require "perf.tracefs"
+      local tracefs = require "perf.event.tracefs"
       print(tracefs.path())
       print((mounts():gsub(",?tracefs /sys/kernel/debug/tracing", "")))
     ]])
@@ -168,7 +168,7 @@ describe("a freshly booted machine", function()
     local dir = ("%s/perf-lua-spec-%d"):format(root, H.PID)
     assert(os.execute("mkdir " .. dir))
     local events = {}
-    for _, cpu in ipairs(require("perf.capabilities").online_cpus()) do
+    for _, cpu in ipairs(require("perf.event.capabilities").online_cpus()) do
       events[#events + 1] = assert(perf.open("syscalls:sys_enter_openat", { cgroup = dir, cpu = cpu }))
     end
     for _, ev in ipairs(events) do assert(ev:enable()) end

@@ -3,7 +3,7 @@
 
 local perf = require "perf"
 local elf = require "perf.elf"
-local uprobe = require "perf.uprobe"
+local uprobe = require "perf.event.uprobe"
 local H = require "helpers"
 
 local PID = H.PID
@@ -60,15 +60,15 @@ describe("perf.uprobe", function()
     local e = assert(elf.open(libc))
     local resolver = e:symbol("strlen")
     if resolver.type ~= "ifunc" then return pending("strlen is not an IFUNC here") end
-    local attr = assert(uprobe.attr(perf, "libc.so.6", "strlen"))
+    local attr = assert(uprobe.attr("libc.so.6", "strlen"))
     assert.are_not.equal(resolver.offset, attr.probe_offset)
-    assert.equal(uprobe.ifunc_target(perf, libc, "strlen"), attr.probe_offset)
+    assert.equal(uprobe.ifunc_target(libc, "strlen"), attr.probe_offset)
   end)
 
   it("builds the uprobe PMU's attr", function()
-    local p = require("perf.pmu").find("uprobe")
+    local p = require("perf.event.pmu").find("uprobe")
     if not p then return pending("no uprobe PMU") end
-    local attr, target = assert(uprobe.attr(perf, libc, "getenv", { pid = 0, sample_type = { "ip" } }))
+    local attr, target = assert(uprobe.attr(libc, "getenv", { pid = 0, sample_type = { "ip" } }))
     assert.same({ type = p.type, config = 0, uprobe_path = libc,
       probe_offset = assert(elf.open(libc)):symbol("getenv").offset, sample_period = 1,
       exclude_kernel = true, exclude_hv = true,

@@ -16,7 +16,8 @@
 -- ev:disable()
 -- print(ev:read())   --> count, time_enabled, time_running, lost
 local core = require "perf.core"
-local capabilities = require "perf.capabilities"
+local base = require "perf.event.base"
+local capabilities = require "perf.event.capabilities"
 
 local perf = {
   core = core,
@@ -26,6 +27,11 @@ local perf = {
   enable_all = core.enable_all,
   disable_all = core.disable_all,
   capabilities = capabilities.get,
+  -- documented with their code, in lua/perf/event/base.lua
+  is_event = base.is_event,
+  attr = base.attr,
+  strip_position = base.strip_position,
+  open = base.open,
 }
 
 --- The C core's version, a string ("0.1").
@@ -72,64 +78,6 @@ local perf = {
 -- local caps = perf.capabilities()
 -- if not caps.pmu then print(caps.why.pmu) end
 
-local base = require "perf.base"
-perf.is_event = base.is_event
-perf.attr = base.attr
-perf.strip_position = base.strip_position
-perf.open = base.open
-
---- Whether `v` is an event handle (a `perf.event` userdata).
--- @param v any value
--- @treturn boolean
--- @function is_event
--- @usage assert(perf.is_event(perf.open "task-clock"))
-
---- An event spec to the attr table `perf.open` passes to the core, with
--- the defaults applied (`disabled = true`, the default `read_format`).
--- @param spec a perf-syntax string, an attr table, an attr table whose
--- `[1]` is a perf-syntax string the other fields refine, or an event (its
--- attr, under its name)
--- @treturn[1] table the attr (kernel field names, integer type and config)
--- @treturn[1] string its display name (nil when it has none)
--- @treturn[1] table the fields that are not attr fields (`name`, `scale`, `unit`)
--- @return[2] nil, message, errno when tracefs cannot be read
--- @raise on a malformed spec or an unknown field
--- @usage local attr, name = perf.attr "page-faults:u"
--- @function attr
-
---- An error message without the library's own "perf/x.lua:N:" position,
--- so that misuse raises at the caller's line.
--- @param msg an error value (strings are stripped, others returned as they are)
--- @return the message
--- @function strip_position
--- @usage error(perf.strip_position(msg), 2)
-
---- Opens an event (`perf_event_open(2)`), disabled unless the attr says
--- `disabled = false`; a group member opens enabled, so that enabling its
--- leader starts it.
--- @param spec a string in perf's event syntax (`"task-clock"`,
--- `"page-faults:u"`, `"sched:sched_switch"`, `"r01c2"`,
--- `"mem:0x1000/8:w"`), a table of `perf_event_attr` fields under their
--- kernel names, or such a table whose `[1]` is a perf-syntax string
--- @tparam[opt] table target `pid` (default 0, this thread; a pid is one
--- *thread* to the kernel: count a whole process, its threads and those it
--- starts, with `perf.stat({ pid = P }, ...)`; -1 any), `cpu` (default -1, any), `group` (an
--- event or group to join), `cgroup` (a cgroup directory),
--- `flags` (`{"fd_no_group", "fd_output"}`)
--- @treturn[1] perf.core.event the event handle
--- @return[2] nil, message, errno: what the kernel refused, with the
--- errno name and a hint (`ENOENT`: no such event or PMU here; `EACCES`:
--- `perf_event_paranoid`; `EINVAL`: a field this kernel refuses)
--- @raise on misuse: a malformed event string (pointing at the position),
--- an unknown attr field (with the nearest valid name), a bad type
--- @usage
--- local ev <close> = assert(perf.open "syscalls:sys_enter_openat")
--- ev:enable()
--- for _ = 1, 3 do io.open("/dev/null"):close() end
--- ev:disable()
--- assert(ev:read() == 3)
--- @function open
-
 --- A count scaled for multiplexing, as `perf.core.scale`:
 -- `value * enabled / running` (0 when it never ran).
 -- @function scale
@@ -147,61 +95,40 @@ perf.open = base.open
 -- @return[2] nil, message, errno when tracefs or the tracepoint is missing
 -- @usage local tp = assert(perf.tracepoint "sched:sched_switch")
 
--- The helpers in their own modules, loaded on first use.
+-- The helpers in their own modules, loaded on first use: each name is
+-- { module, field } (the field of the module), or { module } (the module).
 local lazy = {
-  events = function() return require "perf.events" end,
-  parse = function() return require("perf.parse").parse end,
-  list = function() return require("perf.list").list end,
-  pmus = function() return require("perf.list").pmus end,
-  tracepoint = function() return require("perf.tracepoint").get end,
-  watch = function()
-    local watch = require "perf.watch"
-    return function(where, opts) return watch.watch(perf, where, opts) end
-  end,
-  uprobe = function()
-    local uprobe = require "perf.uprobe"
-    return function(binary, where, opts) return uprobe.uprobe(perf, binary, where, opts) end
-  end,
-  group = function() return require("perf.group").new end,
-  measure = function() return require("perf.measure").measure end,
-  calibrate = function() return require("perf.measure").calibrate end,
-  stat = function() return require("perf.stat").stat end,
-  scale = function() return core.scale end,
-  cpus = function() return require "perf.cpus" end,
-  kallsyms = function() return require "perf.kallsyms" end,
-  elf = function() return require "perf.elf" end,
-  profile = function()
-    local profile = require "perf.profile"
-    return function(fn, opts, ...) return profile.profile(perf, fn, opts, ...) end
-  end,
-  profiler = function()
-    local profile = require "perf.profile"
-    return function(opts) return profile.profiler(perf, opts) end
-  end,
-  data = function() return require "perf.data" end,
-  exporter = function()
-    local exporter = require "perf.exporter"
-    return function(opts) return exporter.new(perf, opts) end
-  end,
-  serve = function()
-    local serve = require "perf.serve"
-    return function(opts) return serve.serve(perf, opts) end
-  end,
-  server = function()
-    local serve = require "perf.serve"
-    return function(opts) return serve.new(perf, opts) end
-  end,
-  record = function()
-    local record = require "perf.record"
-    return function(argv, events, opts) return record.record(perf, argv, events, opts) end
-  end,
+  events = { "perf.event.events" },
+  parse = { "perf.event.parse", "parse" },
+  list = { "perf.event.list", "list" },
+  pmus = { "perf.event.list", "pmus" },
+  tracepoint = { "perf.event.tracepoint", "get" },
+  watch = { "perf.event.watch", "watch" },
+  uprobe = { "perf.event.uprobe", "uprobe" },
+  group = { "perf.counting.group", "new" },
+  measure = { "perf.counting.measure", "measure" },
+  calibrate = { "perf.counting.measure", "calibrate" },
+  stat = { "perf.counting.stat", "stat" },
+  scale = { "perf.core", "scale" },
+  cpus = { "perf.counting.cpus" },
+  kallsyms = { "perf.util.kallsyms" },
+  elf = { "perf.util.elf" },
+  profile = { "perf.profiling.profile", "profile" },
+  profiler = { "perf.profiling.profile", "profiler" },
+  data = { "perf.recording.data" },
+  exporter = { "perf.serving.exporter", "new" },
+  serve = { "perf.serving.serve", "serve" },
+  server = { "perf.serving.serve", "new" },
+  record = { "perf.recording.record", "record" },
 }
 
 return setmetatable(perf, {
   __index = function(t, k)
-    local load = lazy[k]
-    if load then
-      local v = load()
+    local entry = lazy[k]
+    if entry then
+      local m = require(entry[1])   -- on first use: requiring perf loads none of the helpers
+      local v = m
+      if entry[2] then v = m[entry[2]] end
       rawset(t, k, v)
       return v
     end

@@ -1,3 +1,6 @@
+-- Layer lua/perf/cli/: the perf-lua commands; they stand above the front and may require it
+-- (perf) and any layer.
+
 -- perf-lua: perf's commands, written with perf for Lua.
 --
 -- Each command is a script, lua/perf/cli/<command>.lua, found on
@@ -8,6 +11,9 @@
 -- Exit codes are perf's: 0, or the measured command's status; 129 for a
 -- usage error (perf's parse-options); 1 for an unknown command or a
 -- failure.
+local core = require "perf.core"
+local perf = require "perf"
+
 local cli = {}
 
 -- name, summary: in the order `perf-lua --help` lists them
@@ -90,7 +96,7 @@ function cli.unknown_option(name, opt)
     for _, o in ipairs(cli.options(name)) do
       if o:match("^%-%-") then long[#long + 1] = o end
     end
-    hint = require("perf.core").did_you_mean(opt, long)
+    hint = core.did_you_mean(opt, long)
   end
   cli.usage(name, ("unknown option '%s'%s"):format(opt, hint))
 end
@@ -112,10 +118,63 @@ function cli.count(name, args, i)
   return n, j
 end
 
+-- A command's option loop over `args`: each option in turn, long names
+-- mapped to their short ones (o.long), until "--" or the first argument
+-- that is not an option, which start the command: the list returned.
+-- handle(opt, value, count) takes one option and returns true when it is
+-- the command's; value() is its value (the next argument), count() that
+-- value as a positive integer. -h and --help print the help; an unknown
+-- option is a usage error naming the nearest. With o.equals, "--long=V"
+-- gives V; o.joined, a pattern, matches the short options that take
+-- their value joined ("-r5"), and o.short_names names the short option
+-- in the message of a missing value.
+function cli.each_option(name, args, o, handle)
+  local cmd, i = {}, 1
+  while i <= #args do
+    local a = args[i]
+    local long, v
+    if o.equals then long, v = a:match("^(%-%-[%w-]+)=(.*)$") end   -- --event=EVENTS
+    if o.long[long or a] then a = o.long[long or a] .. (v or "") end
+    local opt, joined
+    if o.joined then opt, joined = a:match(o.joined) end
+    opt = opt or a
+    local at = i
+    local function value()
+      if joined then return joined end
+      if args[i + 1] == nil then cli.usage(name, (o.short_names and a or args[i]) .. " needs a value") end
+      i = i + 1
+      return args[i]
+    end
+    local function count()
+      local s = value()
+      local n = math.tointeger(tonumber(s))
+      if not n or n < 1 then
+        cli.usage(name, ("%s takes a positive integer, not '%s'"):format(args[at], s))
+      end
+      return n
+    end
+    if opt == "--" then
+      table.move(args, i + 1, #args, 1, cmd)
+      break
+    elseif opt == "-h" or opt == "--help" then
+      cli.usage(name)
+    elseif handle(opt, value, count) then -- luacheck: ignore 542
+      -- the command's option, taken
+    elseif opt:sub(1, 1) == "-" then
+      cli.unknown_option(name, a)
+    else
+      table.move(args, i, #args, 1, cmd)
+      break
+    end
+    i = i + 1
+  end
+  return cmd
+end
+
 -- perf's limit on -F: above the kernel's maximum rate, the maximum, with
 -- perf's warning.
 function cli.max_freq(hz)
-  local max_rate = require("perf").capabilities().max_sample_rate
+  local max_rate = perf.capabilities().max_sample_rate
   if not (max_rate and hz > max_rate) then return hz end
   io.stderr:write(("warning: Maximum frequency rate (%d Hz) exceeded, throttling from %d Hz to %d Hz.\n"
     .. "         The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate.\n"
@@ -142,7 +201,7 @@ function cli.main(args)
     io.stdout:write(cli.main_help())
     return name and 0 or 1
   elseif name == "-v" or name == "--version" then
-    io.stdout:write(("perf-lua version %s (%s)\n"):format(require("perf.core").version, _VERSION))
+    io.stdout:write(("perf-lua version %s (%s)\n"):format(core.version, _VERSION))
     return 0
   elseif name == "help" then
     if args[2] == nil then

@@ -38,8 +38,13 @@
 local arg = ...
 local perf = require "perf"
 local cli = require "perf.cli"
+local core = require "perf.core"
+local fs = require "perf.util.fs"
+local profile = require "perf.profiling.profile"
+local profile_diff = require "perf.profiling.profile_diff"
+
 -- the wrappers of os.exit and os.execute, the message handler: not the script's
-require("perf.profile").own_code()
+profile.own_code()
 
 local function usage(msg) cli.usage("profile", msg) end
 
@@ -111,12 +116,12 @@ end
 -- -o: a name whose format is known, where a file can be made.
 local function check_output(o)
   if not o.out then return end
-  local lib = require(o.base and "perf.profile_diff" or "perf.profile")
+  local lib = o.base and profile_diff or profile
   if not lib.format_of(o.out) then
     usage(("-o %s: cannot tell the format from the name: use %s"):format(o.out,
       o.base and ".svg or .folded (with --diff)" or ".svg, .pb.gz, .json or .folded"))
   end
-  local ok, msg = require("perf.fs").can_create(o.out)
+  local ok, msg = fs.can_create(o.out)
   if not ok then fail("perf-lua profile: -o " .. msg) end
 end
 
@@ -128,7 +133,7 @@ local function read_base(path)
   text, msg = f:read("a")
   f:close()
   if not text then fail(("perf-lua profile: --diff: %s: %s"):format(path, msg)) end
-  local ok, why = require("perf.profile_diff").check_folded(text)
+  local ok, why = profile_diff.check_folded(text)
   if not ok then
     fail(("perf-lua profile: --diff %s: %s; give the folded stacks of an earlier run (its -o base.folded)")
       :format(path, why))
@@ -217,7 +222,7 @@ local function run(o, p, chunk)
     -- set where a failure (out of memory) still releases them
     oslib.exit, oslib.execute = exit, execute
     _G.arg = args
-    return require("perf.profile").run(p, handler, chunk, table.unpack(args, 1, #args))
+    return profile.run(p, handler, chunk, table.unpack(args, 1, #args))
   end)
   -- released first: building the outcome below allocates, and may fail
   release()
@@ -240,7 +245,7 @@ function finish(o, prof, outcome)
   io.stdout:write(prof:report(o.top))
   local result = prof
   if o.base_text then
-    result = prof:diff(require("perf.profile_diff").folded(o.base_text, prof.unit))
+    result = prof:diff(profile_diff.folded(o.base_text, prof.unit))
     io.stdout:write(result:report(o.top))
   end
   local status = outcome.status
@@ -256,7 +261,7 @@ function finish(o, prof, outcome)
   io.stdout:flush()
   io.stderr:flush()
   if outcome.signo then
-    require("perf.core").reraise(outcome.signo)
+    core.reraise(outcome.signo)
     status = 128 + outcome.signo
   end
   os.exit(status, outcome.close)
@@ -265,7 +270,7 @@ end
 local o = parse(arg)
 check_output(o)
 if o.attach then
-  os.exit(require("perf.cli.profile_attach")(perf, o.attach, o.opts, o.args, o.out, o.top, o.base))
+  os.exit(require("perf.cli.profile_attach")(o.attach, o.opts, o.args, o.out, o.top, o.base))
 end
 if o.base then o.base_text = read_base(o.base) end
 if o.opts.freq and o.opts.event ~= "timer" then o.opts.freq = cli.max_freq(o.opts.freq) end

@@ -2,11 +2,12 @@
 -- the profile of running processes (perf.profile with a target table).
 -- Returns the exit code: 0, 1 when the profile cannot be taken, 129 for a
 -- usage error.
+local perf = require "perf"
 local cli = require "perf.cli"
 
 local function usage(msg) cli.usage("profile", msg) end
 
-return function(perf, attach, opts, rest, out, top, base)
+return function(attach, opts, rest, out, top, base)
   if attach.pid and attach.tid then usage("give -p or -t, not both") end
   if not (attach.pid or attach.tid) then usage("--duration goes with -p or -t") end
   if base then usage("--diff does not go with -p or -t") end

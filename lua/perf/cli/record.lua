@@ -26,44 +26,30 @@
 -- when the recording cannot start, 129 for a usage error.
 local arg = ...
 local perf = require "perf"
-local elf = require "perf.elf"
-local kallsyms = require "perf.kallsyms"
+local elf = require "perf.util.elf"
+local kallsyms = require "perf.util.kallsyms"
+local cli = require "perf.cli"
+local core = require "perf.core"
 
 local function usage(msg)
-  require("perf.cli").usage("record", msg)
+  cli.usage("record", msg)
 end
 
 -- ---- options ----
 local opts = { event = "cpu-clock", top = 10, all = false }
-local cmd = {}
-do
-  local long = { ["--event"] = "-e", ["--freq"] = "-F", ["--count"] = "-c",
-                 ["--call-graph"] = "-g", ["--output"] = "-o", ["--all-cpus"] = "-a" }
-  local i = 1
-  while i <= #arg do
-    local a = long[arg[i]] or arg[i]
-    local cli = require "perf.cli"
-    local function value() local v v, i = cli.value("record", arg, i) return v end
-    local function count() local n n, i = cli.count("record", arg, i) return n end
-    if a == "--" then
-      table.move(arg, i + 1, #arg, 1, cmd)
-      break
-    elseif a == "-h" or a == "--help" then usage()
-    elseif a == "-F" then opts.hz = count()
+local cmd = cli.each_option("record", arg, { long = { ["--event"] = "-e", ["--freq"] = "-F",
+  ["--count"] = "-c", ["--call-graph"] = "-g", ["--output"] = "-o", ["--all-cpus"] = "-a" } },
+  function(a, value, count)
+    if a == "-F" then opts.hz = count()
     elseif a == "-c" then opts.period = count()
     elseif a == "-o" then opts.output = value()
     elseif a == "-g" then opts.callchain = true
     elseif a == "-e" then opts.event = value()
     elseif a == "-n" then opts.top = count()
     elseif a == "-a" then opts.all = true
-    elseif a:sub(1, 1) == "-" then require("perf.cli").unknown_option("record", arg[i])
-    else
-      table.move(arg, i, #arg, 1, cmd)
-      break
-    end
-    i = i + 1
-  end
-end
+    else return false end
+    return true
+  end)
 if opts.hz and opts.period then usage("give -F or -c, not both") end
 
 -- ---- record ----
@@ -97,7 +83,7 @@ if os.execute("test -t 2") then
   end
 end
 -- perf's limit on -F: above the kernel's maximum rate, the maximum, said so
-if opts.hz then opts.hz = require("perf.cli").max_freq(opts.hz) end
+if opts.hz then opts.hz = cli.max_freq(opts.hz) end
 local function record()
   return perf.record(cmd, opts.event, { freq = opts.hz, period = opts.period,
     callchain = opts.callchain, all_cpus = opts.all, output = data_path, on_progress = on_progress,
@@ -263,7 +249,7 @@ local function exit()
   io.stderr:flush()
   local signo = result.signo or result.interrupted_signo
   if signo then
-    require("perf.core").reraise(signo)
+    core.reraise(signo)
     os.exit(128 + signo)
   end
   if math.type(result.status) == "integer" and result.status ~= 0 then os.exit(result.status) end

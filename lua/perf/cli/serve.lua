@@ -59,10 +59,10 @@ while i <= #arg do
     usage()
   elseif a == "--listen" then
     opts.listen = value()
-    local ok, why = require("perf.serve").listen_address(opts.listen)
+    local ok, why = require("perf.serving.serve").listen_address(opts.listen)
     if not ok then usage("--listen: " .. why) end
   elseif a == "-e" then
-    for _, e in ipairs(require("perf.stat").split(value())) do events[#events + 1] = e end
+    for _, e in ipairs(require("perf.counting.stat").split(value())) do events[#events + 1] = e end
   elseif a == "-a" then
     opts.all_cpus, targets = true, targets + 1
   elseif a == "-C" then
@@ -99,7 +99,7 @@ if targets == 0 then opts.all_cpus = true end
 if #events > 0 then opts.events = events end
 
 if not pcall(require, "socket") then
-  io.stderr:write("perf-lua serve: ", require("perf.serve").NO_SOCKET, "\n")
+  io.stderr:write("perf-lua serve: ", require("perf.serving.serve").NO_SOCKET, "\n")
   return 1
 end
 

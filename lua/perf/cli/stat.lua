@@ -40,13 +40,14 @@
 -- process does not exist).
 local arg = ...
 local perf = require "perf"
-local F = require "perf.stat_format"
-local split = require("perf.stat").split
+local F = require "perf.counting.stat_format"
+local split = require("perf.counting.stat").split
 
 local ESRCH = require("perf.core").errno.ESRCH
+local cli = require "perf.cli"
 
 local function usage(msg)
-  require("perf.cli").usage("stat", msg)
+  cli.usage("stat", msg)
 end
 
 -- perf stat's long option names
@@ -61,25 +62,10 @@ local AGGREGATE = { ["-A"] = "cpu", ["--per-core"] = "core", ["--per-die"] = "di
 
 local events, runs, sep, inherit, outfile, all_cpus, cpus = {}, 1, nil, true, nil, false, nil
 local interval, json, aggregate, per_thread, target
-local argv = {}
 local in_order = {}                                  -- -e and -G in order, for -G's pairing
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  local long, v = a:match("^(%-%-[%w-]+)=(.*)$")    -- --event=EVENTS
-  if LONG[long or a] then a = LONG[long or a] .. (v or "") end
-  local opt, joined = a:match("^(%-[erxoCIptG])(.+)$")  -- perf's -x, and -r5 forms
-  local function value()
-    if joined then return joined end
-    i = i + 1
-    if arg[i] == nil then usage(a .. " needs a value") end
-    return arg[i]
-  end
-  opt = opt or a
-  if opt == "--" then
-    table.move(arg, i + 1, #arg, 1, argv)
-    break
-  elseif opt == "-e" then
+local argv = cli.each_option("stat", arg, { long = LONG, equals = true, joined = "^(%-[erxoCIptG])(.+)$",
+  short_names = true }, function(opt, value)
+  if opt == "-e" then
     in_order[#in_order + 1] = { e = value() }
     for _, e in ipairs(split(in_order[#in_order].e)) do events[#events + 1] = e end
   elseif opt == "-r" then
@@ -114,16 +100,11 @@ while i <= #arg do
     if not interval or interval < 1 then usage("-I needs a positive number of milliseconds") end
   elseif opt == "-o" then
     outfile = value()
-  elseif opt == "-h" or opt == "--help" then
-    usage()
-  elseif opt:sub(1, 1) == "-" then
-    require("perf.cli").unknown_option("stat", a)
   else
-    table.move(arg, i, #arg, 1, argv)
-    break
+    return false
   end
-  i = i + 1
-end
+  return true
+end)
 if #argv == 0 then
   usage(target and "give a command to count for, such as -- sleep 2" or "no command given")
 end
@@ -132,9 +113,9 @@ if target and target.cgroup then                  -- on every CPU (-a), or those
   local cgroups
   events, cgroups = require("perf.cli.stat_cgroups")(in_order)
   if not events then usage(cgroups) end
-  local dirs = require "perf.cgroup"
+  local dirs = require "perf.event.cgroup"
   for _, name in ipairs(cgroups) do
-    if name and not require("perf.fs").isdir(dirs.dir(name)) then
+    if name and not require("perf.util.fs").isdir(dirs.dir(name)) then
       usage("no access to cgroup " .. dirs.dir(name))
     end
   end
@@ -197,7 +178,7 @@ end
 
 if not interval then                                 -- perf stat -I prints no totals
   local summary = F.summary(results)
-  local what = target and not target.cgroup and { title = require("perf.processes").describe(target) }
+  local what = target and not target.cgroup and { title = require("perf.counting.processes").describe(target) }
     or cpus and "CPU(s) " .. cpus or (all_cpus or target) and "system wide" or argv
   out:write(json and F.json(summary) or sep and F.csv(summary, sep) or F.text(summary, what))
 end

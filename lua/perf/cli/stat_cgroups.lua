@@ -11,8 +11,8 @@
 -- n-th event; when the first -G has one name, every event given before it
 -- is in that cgroup. An empty name ("x,,y") skips its event; events with
 -- no name count everything on the CPUs. A group's events must share one.
-local glob = require "perf.glob"
-local split = require("perf.stat").split
+local glob = require "perf.event.glob"
+local split = require("perf.counting.stat").split
 
 -- The events of one -e value (patterns expanded when they can be; a
 -- pattern that matches nothing is left for perf.stat to report).

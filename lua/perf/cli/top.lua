@@ -16,10 +16,11 @@
 -- restores the terminal. Not on a terminal, a report is printed for each
 -- refresh. The counts are those of the last refresh period.
 local arg = ...
-local cpus = require "perf.cpus"
-local elf = require "perf.elf"
-local kallsyms = require "perf.kallsyms"
+local cpus = require "perf.counting.cpus"
+local elf = require "perf.util.elf"
+local kallsyms = require "perf.util.kallsyms"
 local cli = require "perf.cli"
+local core = require "perf.core"
 
 local function usage(msg) cli.usage("top", msg) end
 
@@ -238,7 +239,7 @@ local function run()
   local start = now()
   while true do
     local r, pmsg, perrno = set:poll(100)
-    if r == nil and pmsg ~= "hangup" and perrno ~= require("perf.core").errno.EINTR then error(pmsg, 0) end   -- a signal
+    if r == nil and pmsg ~= "hangup" and perrno ~= core.errno.EINTR then error(pmsg, 0) end   -- a signal
     consume()
     if quit_key() then return end
     local t = now()
