@@ -10,9 +10,13 @@
 -- perf.group, perf.stat, perf.cpus, ... use it without loading the front.
 local core = require "perf.core"
 local capabilities = require "perf.event.capabilities"
-local cgroup = require "perf.event.cgroup"
-local naming = require "perf.event.naming"
-local parse = require "perf.event.parse"
+
+-- The event syntax, display names and cgroup advice are loaded on first use,
+-- not with the module: compiling them is most of what loading the front
+-- would cost (4 ms instead of 1).
+local function parse() return require "perf.event.parse" end     -- first use
+local function naming() return require "perf.event.naming" end   -- first use
+local function cgroup() return require "perf.event.cgroup" end   -- first use
 
 local M = {}
 
@@ -67,7 +71,7 @@ function M.attr(spec)
     for k, v in pairs(spec) do attr[k] = v end
   elseif kind == "string" or kind == "table" then
     local msg, errno
-    attr, msg, errno = parse.spec(spec)
+    attr, msg, errno = parse().spec(spec)
     if not attr then return nil, msg, errno end     -- tracefs unreadable, ...
   else
     error(("perf.open: event expected (a string or a table), got %s"):format(kind), 2)
@@ -79,7 +83,7 @@ function M.attr(spec)
   local name = extra.name
   if not name and kind == "string" then name = spec end
   if not name and kind == "table" and type(spec[1]) == "string" then name = spec[1] end
-  return attr, name or naming.name_of(attr), extra
+  return attr, name or naming().name_of(attr), extra
 end
 
 -- target.group may be an event or anything whose [1] is its leader event.
@@ -193,7 +197,7 @@ function M.open(spec, target)
   if not ok then error(strip(ev), 2) end
   if not ev then
     if type(target) == "table" and type(target.cgroup) == "string" then
-      msg = cgroup.advise(msg, errno, target.cgroup)
+      msg = cgroup().advise(msg, errno, target.cgroup)
     end
     return nil, msg, errno
   end

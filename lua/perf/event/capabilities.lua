@@ -16,7 +16,8 @@ local core = require "perf.core"
 local M = {}
 
 local fs = require "perf.util.fs"
-local tracepoint = require "perf.event.tracepoint"
+-- tracefs lookup, loaded on first use (it is not needed to require perf)
+local function tracepoint() return require "perf.event.tracepoint" end
 local read, exists = fs.read_trimmed, fs.exists
 
 local function number(path)
@@ -25,7 +26,7 @@ end
 
 -- The tracefs directory, or nil and why it is missing.
 function M.tracefs()
-  return tracepoint.path()
+  return tracepoint().path()
 end
 
 -- The online CPUs, from /sys/devices/system/cpu/online ("0-3,5").
