@@ -132,6 +132,7 @@ build = {
     ["perf.profiling.profile"] = "lua/perf/profiling/profile.lua",
     ["perf.profiling.profile_diff"] = "lua/perf/profiling/profile_diff.lua",
     ["perf.profiling.profile_modes"] = "lua/perf/profiling/profile_modes.lua",
+    ["perf.profiling.stack_tree"] = "lua/perf/profiling/stack_tree.lua",
     ["perf.recording.data"] = "lua/perf/recording/data.lua",
     ["perf.recording.data_writer"] = "lua/perf/recording/data_writer.lua",
     ["perf.recording.record"] = "lua/perf/recording/record.lua",

@@ -6,6 +6,7 @@
 --
 --   local fg = require "perf.flamegraph"
 --   local svg = fg.svg(folded_text, { title = "cpu-clock" })
+--   local svg = fg.svg_tree(root, opts)   -- a call tree (a profile's own)
 --   local json = fg.speedscope(prof)
 --
 -- The SVG is self-contained (inline style and script, no network): each
@@ -19,6 +20,8 @@
 -- "sampled" profile whose samples are stacks of frame indices, root first,
 -- weighted by sample counts (unit "none": counts of the event) or by the
 -- profile's nanoseconds or bytes.
+
+local stack_tree = require "perf.profiling.stack_tree"
 
 local M = {}
 
@@ -38,35 +41,21 @@ local function fit(label, w)
   return label:sub(1, n - 2) .. ".."
 end
 
--- Folded text ("a;b;c N" lines) to a tree: { name, value, children (list,
--- by name) }.
+-- Folded text ("a;b;c N" lines) to a tree: { name, value, self, children
+-- (list, by name) }. For the text a user hands in: a profile's own
+-- outputs render from its tree (perf.profiling.stack_tree).
 function M.tree(folded)
-  local root = { name = "all", value = 0, children = {}, by = {} }
+  local root = stack_tree.new_root()
   for line in folded:gmatch("[^\n]+") do
     local stack, n = line:match("^(.*) (%d+)$")
     n = math.tointeger(tonumber(n))
     if stack and n then
-      root.value = root.value + n
-      local node = root
-      for name in stack:gmatch("[^;]+") do
-        local child = node.by[name]
-        if not child then
-          child = { name = name, value = 0, children = {}, by = {} }
-          node.by[name] = child
-          node.children[#node.children + 1] = child
-        end
-        child.value = child.value + n
-        node = child
-      end
+      local labels = {}
+      for name in stack:gmatch("[^;]+") do labels[#labels + 1] = name end
+      stack_tree.add(root, labels, n)
     end
   end
-  local function order(node)
-    table.sort(node.children, function(a, b) return a.name < b.name end)
-    for _, c in ipairs(node.children) do order(c) end
-    node.by = nil
-  end
-  order(root)
-  return root
+  return stack_tree.finish(root)
 end
 
 -- A warm colour for Lua frames (by name), yellow for C functions, aqua
@@ -131,14 +120,20 @@ local SCRIPT = [[
 })();
 ]]
 
--- fg.svg(folded [, opts]) -> the SVG text. opts.title, opts.subtitle;
--- opts.unit names the counts ("samples"); opts.colour(path, node, depth)
--- and opts.info(path, node, share) may give a frame's fill and its hover
--- text (nil: the default), path being the folded stack down to the frame
--- ("a;b;c", "" for the root): a differential flame graph colours by them.
+-- fg.svg(folded [, opts]) -> the SVG text of folded text. opts.title,
+-- opts.subtitle; opts.unit names the counts ("samples");
+-- opts.colour(path, node, depth) and opts.info(path, node, share) may give
+-- a frame's fill and its hover text (nil: the default), path being the
+-- folded stack down to the frame ("a;b;c", "" for the root): a
+-- differential flame graph colours by them.
 function M.svg(folded, opts)
+  return M.svg_tree(M.tree(folded), opts)
+end
+
+-- fg.svg_tree(root [, opts]) -> the SVG text of a call tree (as M.tree
+-- and perf.profiling.stack_tree make it); opts as for M.svg.
+function M.svg_tree(root, opts)
   opts = opts or {}
-  local root = M.tree(folded)
   local total = math.max(root.value, 1)
   local depth = 0
   local rows = {}

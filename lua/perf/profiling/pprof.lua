@@ -16,6 +16,7 @@
 -- types 0 (varint) and 2 (length-delimited) are needed.
 
 local gzip = require "perf.util.gzip"
+local stack_tree = require "perf.profiling.stack_tree"
 
 local M = {}
 
@@ -129,11 +130,18 @@ local function location_id(T, f)
   return id
 end
 
--- One Sample per stack: its location ids, leaf first, and its values.
+-- One Sample per stack of the profile's tree: its location ids, leaf
+-- first, and its values.
 local function write_samples(out, T, prof, main, counter_names)
-  for _, s in ipairs(prof.stacks) do
+  local t = stack_tree.of(prof)
+  local loc = {}                        -- frame index -> location id
+  for _, s in ipairs(t.stacks) do
     local ids = {}
-    for i = #s.frames, 1, -1 do ids[#ids + 1] = location_id(T, s.frames[i]) end  -- leaf first
+    for i = #s.ids, 1, -1 do                                      -- leaf first
+      local id = s.ids[i]
+      loc[id] = loc[id] or location_id(T, t.frames[id])
+      ids[#ids + 1] = loc[id]
+    end
     if #ids == 0 then
       ids[1] = location_id(T, { kind = "c", name = "[unknown]", source = "" })
     end

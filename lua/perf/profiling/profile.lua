@@ -17,8 +17,9 @@
 -- The C side (csrc/profile.c) charges each overflow of the event to the
 -- Lua stack that was running (the running coroutine, found at the
 -- overflow, under the lines that resumed it) and keeps samples by stack;
--- this module opens the event and turns the stacks into functions,
--- lines, folded stacks and reports.
+-- this module opens the event and turns the stacks into frames; their
+-- tree (perf.profiling.stack_tree, built once at the first need) gives
+-- the functions, lines, folded stacks and every report.
 
 local core = require "perf.core"
 local evbase = require "perf.event.base"
@@ -32,6 +33,7 @@ local modes = require "perf.profiling.profile_modes"
 local pmus = require "perf.event.pmu"
 local pprof = require "perf.profiling.pprof"
 local profile_diff = require "perf.profiling.profile_diff"
+local stack_tree = require "perf.profiling.stack_tree"
 
 local M = {}
 
@@ -568,29 +570,8 @@ function M.new(raw, meta)
   return prof
 end
 
--- "name (source:line)" for a Lua frame, "name [C]" for a C function,
--- "name [native]" for a native frame; never a ';' (the folded separator).
-local function frame_label(f)
-  local s
-  if f.kind == "lua" then
-    s = ("%s (%s:%d)"):format(f.name, f.source, f.line or -1)
-  elseif f.kind == "elided" then
-    s = f.name
-  elseif f.kind == "c" then
-    s = f.name == "[gc]" and f.name or f.name .. " [C]"   -- a collector step
-  else
-    s = f.name
-  end
-  return (s:gsub(";", ":"):gsub("\n", " "))
-end
+local frame_label = stack_tree.label
 M.frame_label = frame_label
-
--- The innermost Lua frame of a stack (nil when it has none).
-local function leaf_lua(s)
-  for i = #s.frames, 1, -1 do
-    if s.frames[i].kind == "lua" then return s.frames[i] end
-  end
-end
 
 -- Adds a stack's counter deltas to an entry's `counters` (self).
 local function add_counters(e, counters)
@@ -601,6 +582,7 @@ end
 
 -- prof:functions() -> { {name, source, line, self, total}, ... }
 function Profile:functions()
+  local t = stack_tree.of(self)
   local by, list = {}, {}
   local function entry(f)
     local k = function_key(f)
@@ -612,23 +594,24 @@ function Profile:functions()
     end
     return e, k
   end
-  for _, s in ipairs(self.stacks) do
+  for _, st in ipairs(t.stacks) do
     local seen = {}
-    local leaf = leaf_lua(s)
-    for _, f in ipairs(s.frames) do
+    local leaf = stack_tree.leaf(t, st)
+    for j, id in ipairs(st.ids) do
+      local f = t.frames[id]
       if f.kind ~= "native" and f.kind ~= "elided" then
         local e, k = entry(f)
-        if not seen[k] then seen[k] = true; e.total = e.total + s.count end
-        if f == leaf then
-          e.self = e.self + s.count
-          if s.counters then add_counters(e, s.counters) end
+        if not seen[k] then seen[k] = true; e.total = e.total + st.count end
+        if j == leaf then
+          e.self = e.self + st.count
+          if st.counters then add_counters(e, st.counters) end
         end
       end
     end
     -- the C functions the sample was in: their caller's line has the self
-    for _, f in ipairs(s.running or {}) do
+    for _, f in ipairs(st.running or {}) do
       local e, k = entry(f)
-      if not seen[k] then seen[k] = true; e.total = e.total + s.count end
+      if not seen[k] then seen[k] = true; e.total = e.total + st.count end
     end
   end
   table.sort(list, function(a, b)
@@ -642,10 +625,12 @@ end
 
 -- prof:lines() -> { {source, line, count, name}, ... }
 function Profile:lines()
+  local t = stack_tree.of(self)
   local by, list = {}, {}
-  for _, s in ipairs(self.stacks) do
-    local f = leaf_lua(s)
-    if f then
+  for _, st in ipairs(t.stacks) do
+    local leaf = stack_tree.leaf(t, st)
+    if leaf then
+      local f = t.frames[st.ids[leaf]]
       local k = f.source .. ":" .. f.line
       local e = by[k]
       if not e then
@@ -653,8 +638,8 @@ function Profile:lines()
         by[k] = e
         list[#list + 1] = e
       end
-      e.count = e.count + s.count
-      if s.counters then add_counters(e, s.counters) end
+      e.count = e.count + st.count
+      if st.counters then add_counters(e, st.counters) end
     end
   end
   table.sort(list, function(a, b)
@@ -667,24 +652,12 @@ end
 
 -- prof:folded() -> FlameGraph's folded stacks, "root;...;leaf N" lines
 function Profile:folded()
-  local counts, lines = {}, {}
-  for _, s in ipairs(self.stacks) do
-    local labels = {}
-    for i, f in ipairs(s.frames) do labels[i] = frame_label(f) end
-    if #labels == 0 then labels[1] = "[unknown]" end
-    local line = table.concat(labels, ";")
-    if not counts[line] then lines[#lines + 1] = line end
-    counts[line] = (counts[line] or 0) + s.count
-  end
-  table.sort(lines)
-  local out = {}
-  for i, line in ipairs(lines) do out[i] = ("%s %d\n"):format(line, counts[line]) end
-  return table.concat(out)
+  return stack_tree.folded(stack_tree.of(self))
 end
 
 -- prof:svg() -> an interactive flame graph (perf.flamegraph)
 function Profile:svg()
-  return flamegraph.svg(self:folded(), {
+  return flamegraph.svg_tree(stack_tree.of(self).root, {
     title = "Flame graph: " .. self:sampling(),
     subtitle = ("%d samples, %d lost; click a frame to zoom"):format(self.samples, self.lost),
     unit = self.unit ~= "samples" and self.unit or nil,
@@ -694,25 +667,33 @@ end
 -- speedscope's unit of a profile's weights
 local SPEEDSCOPE_UNIT = { nanoseconds = "nanoseconds", bytes = "bytes" }
 
+-- speedscope's frame of a frame: a Lua function is its name, file and
+-- the line defining it
+local function speedscope_frame(f)
+  if f.kind == "lua" then return { name = f.name, file = f.source, line = f.linedefined } end
+  return { name = frame_label(f), file = f.kind ~= "c" and f.source or nil }
+end
+
 -- prof:speedscope() -> speedscope's JSON file format. A Lua function is
 -- one frame (its name, file and the line defining it), so its samples at
 -- different lines stay one function in the sandwich view; the line a
 -- sample ran comes as a frame of its own under the innermost function.
 function Profile:speedscope()
-  local stacks = {}
-  for i, s in ipairs(self.stacks) do
+  local t = stack_tree.of(self)
+  local made, stacks = {}, {}
+  for i, st in ipairs(t.stacks) do
     local frames = {}
-    for j, f in ipairs(s.frames) do
-      if f.kind == "lua" then
-        frames[j] = { name = f.name, file = f.source, line = f.linedefined }
-      else
-        frames[j] = { name = frame_label(f), file = f.kind ~= "c" and f.source or nil }
-      end
+    for j, id in ipairs(st.ids) do
+      made[id] = made[id] or speedscope_frame(t.frames[id])
+      frames[j] = made[id]
     end
-    local leaf = leaf_lua(s)
-    if leaf then frames[#frames + 1] = { name = ("%s:%d"):format(leaf.source, leaf.line), file = leaf.source, line = leaf.line } end
+    local leaf = stack_tree.leaf(t, st)
+    if leaf then
+      local f = t.frames[st.ids[leaf]]
+      frames[#frames + 1] = { name = ("%s:%d"):format(f.source, f.line), file = f.source, line = f.line }
+    end
     if #frames == 0 then frames[1] = { name = "[unknown]" } end
-    stacks[i] = { frames = frames, count = s.count }
+    stacks[i] = { frames = frames, count = st.count }
   end
   return flamegraph.speedscope(stacks, { name = self:sampling(),
     unit = SPEEDSCOPE_UNIT[self.unit] })
@@ -780,8 +761,7 @@ function Profile:report(max)
   add("# %d samples, %d lost%s", self.samples, self.lost, self.native and ", native frames" or "")
   if self.note then add("# %s", self.note) end
   -- percentages of the weight charged (samples, or the mode's unit)
-  local total = 0
-  for _, s in ipairs(self.stacks) do total = total + s.count end
+  local total = stack_tree.of(self).total
   if self.unit ~= "samples" then
     add("# %s charged", modes.amount(total, self.unit))
   end

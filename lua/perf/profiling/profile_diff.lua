@@ -10,18 +10,24 @@
 --   print(d)                         -- the lines that grew and shrank most
 --
 -- Stacks are those of prof:folded(): the same code profiled twice gives
--- the same stack strings, so they are matched as strings. Counts are
+-- the same stack strings, so they are matched as strings (a profile's
+-- from its tree, perf.profiling.stack_tree; only folded text a user hands
+-- in, a base read back with M.folded, is parsed). Counts are
 -- weights in the profiles' unit; percentages compare each side to its
 -- own total, so runs of different lengths still compare.
 
 local nearest = require "perf.util.nearest"
 local flamegraph = require "perf.profiling.flamegraph"
 local fs = require "perf.util.fs"
+local stack_tree = require "perf.profiling.stack_tree"
 
 local M = {}
 
 local Diff = { __name = "perf.profile.diff" }
 Diff.__index = Diff
+
+local Folded = { __name = "perf.profile.folded" }
+Folded.__index = Folded
 
 -- folded text -> { [stack] = count }, total
 local function parse_folded(text)
@@ -35,6 +41,27 @@ local function parse_folded(text)
     end
   end
   return counts, total
+end
+
+-- A side's { [stack] = count } and total: a profile's from its tree,
+-- a base read back from folded text as it was parsed.
+local function counts_of(p)
+  if getmetatable(p) == Folded then return p.counts, p.total end
+  if p.stacks then
+    local t = stack_tree.of(p)
+    return stack_tree.counts(t), t.total
+  end
+  return parse_folded(p:folded())
+end
+
+-- A side's call tree (perf.flamegraph's shape).
+local function tree_of(p)
+  if p.stacks then return stack_tree.of(p).root end
+  if getmetatable(p) == Folded then
+    p.tree = p.tree or flamegraph.tree(p.text)
+    return p.tree
+  end
+  return flamegraph.tree(p:folded())
 end
 
 -- the weight of each self line: { [source:line] = { count, name, source, line } }
@@ -52,9 +79,6 @@ local function check_profile(p, what)
     error(("prof:diff: %s must be a profile, got %s"):format(what, mt and mt.__name or type(p)), 4)
   end
 end
-
-local Folded = { __name = "perf.profile.folded" }
-Folded.__index = Folded
 
 -- A function that only a tail call or C code called has no name in a run
 -- ("<source:line it is defined at>"), and its name in another: one name
@@ -108,8 +132,8 @@ function M.new(base, prof)
     error(("prof:diff: the profiles count different things (%s and %s)")
       :format(base.unit or "samples", prof.unit or "samples"), 3)
   end
-  local before, base_total = parse_folded(base:folded())
-  local after, total = parse_folded(prof:folded())
+  local before, base_total = counts_of(base)
+  local after, total = counts_of(prof)
   local stacks = {}
   for stack, n in pairs(before) do stacks[#stacks + 1] = { stack = stack, base = n, count = after[stack] or 0 } end
   for stack, n in pairs(after) do
@@ -213,8 +237,8 @@ function M.folded(text, unit)
   if type(text) ~= "string" then
     error(("perf.profile_diff.folded: folded text expected, got %s"):format(type(text)), 2)
   end
-  local counts = parse_folded(text)
-  return setmetatable({ text = text, counts = counts, unit = unit or "samples" }, Folded)
+  local counts, total = parse_folded(text)
+  return setmetatable({ text = text, counts = counts, total = total, unit = unit or "samples" }, Folded)
 end
 
 function Diff:report(max)
@@ -247,7 +271,7 @@ function Diff:svg()
     base[path] = node.value
     for _, c in ipairs(node.children) do index(c, path == "" and c.name or path .. ";" .. c.name) end
   end
-  index(fg.tree(self.base:folded()), "")
+  index(tree_of(self.base), "")
   local base_total, total = math.max(self.base_total, 1), math.max(self.total, 1)
   local function change(path, node) return node.value / total - (base[path] or 0) / base_total end
   local function colour(path, node, depth)
@@ -262,7 +286,7 @@ function Diff:svg()
     return ("%s (%d %s, %.2f%%; base %d, %+.2f points)"):format(node.name, node.value, self.unit,
       percent, base[path] or 0, 100 * change(path, node))
   end
-  return fg.svg(self.profile:folded(), {
+  return fg.svg_tree(tree_of(self.profile), {
     title = "Differential flame graph: " .. (self.event or "?"),
     subtitle = ("base %d, now %d %s; red grew, blue shrank; click a frame to zoom")
       :format(self.base_total, self.total, self.unit),
