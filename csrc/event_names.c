@@ -5,7 +5,10 @@
 **
 ** The tables here are the one home of those names: perf.core exports them
 ** (perf.core.types, hardware_events, software_events) and perf.events
-** builds its lookups from them.
+** builds its lookups from them. A generic name is resolved here alone:
+** the event syntax (perf.event.parse) calls perf.core.generic_event and
+** generic_config, as ev:modify_attributes does, so both find and refuse a
+** name alike.
 */
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,16 +54,38 @@ static int find_generic(const generic *list, size_t n, const char *name,
   return 0;
 }
 
-/* Raises "no software event 'x' (did you mean 'y'?)". */
-static int unknown_generic(lua_State *L, const char *kind, const generic *list,
-                           size_t n, const char *name) {
+/* Pushes "no software event 'x' (did you mean 'y'?)". */
+static const char *push_unknown_generic(lua_State *L, const char *kind, const generic *list,
+                                        size_t n, const char *name) {
   const char *cands[64];
   size_t c = 0;
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < 3 && list[i].names[k] && c < 64; k++)
       cands[c++] = list[i].names[k];
-  return luaL_error(L, "ev:modify_attributes: no %s event '%s'%s", kind, name,
-                    pl_did_you_mean(L, name, cands, c));
+  lua_pushfstring(L, "no %s event '%s'%s", kind, name, pl_did_you_mean(L, name, cands, c));
+  lua_remove(L, -2);
+  return lua_tostring(L, -1);
+}
+
+/* The generic list of `type` (hardware or software) and its kind's word. */
+static const generic *generic_list(uint64_t type, size_t *n, const char **kind) {
+  if (type == PERF_TYPE_HARDWARE) { *n = COUNT(hardware); *kind = "hardware"; return hardware; }
+  if (type == PERF_TYPE_SOFTWARE) { *n = COUNT(software); *kind = "software"; return software; }
+  *n = 0;
+  *kind = "";
+  return NULL;
+}
+
+/* The config of generic event `name` of `type` (hardware or software);
+** raises "ev:modify_attributes: no software event 'x' (...)" if unknown. */
+static uint64_t generic_config(lua_State *L, uint64_t type, const char *name) {
+  size_t n;
+  const char *kind;
+  const generic *list = generic_list(type, &n, &kind);
+  uint64_t v = 0;
+  if (!find_generic(list, n, name, &v))
+    luaL_error(L, "ev:modify_attributes: %s", push_unknown_generic(L, kind, list, n, name));
+  return v;
 }
 
 /* The type number of PMU `name` (/sys/bus/event_source/devices/NAME/type). */
@@ -84,13 +109,8 @@ static uint64_t config_of(lua_State *L, uint64_t type, const char *s) {
   const char *end;
   switch (type) {
   case PERF_TYPE_HARDWARE:
-    if (!find_generic(hardware, COUNT(hardware), s, &v))
-      unknown_generic(L, "hardware", hardware, COUNT(hardware), s);
-    return v;
   case PERF_TYPE_SOFTWARE:
-    if (!find_generic(software, COUNT(software), s, &v))
-      unknown_generic(L, "software", software, COUNT(software), s);
-    return v;
+    return generic_config(L, type, s);
   case PERF_TYPE_TRACEPOINT:
     if (!strchr(s, ':'))
       luaL_error(L, "ev:modify_attributes: '%s' is not a tracepoint "
@@ -113,6 +133,19 @@ static uint64_t config_of(lua_State *L, uint64_t type, const char *s) {
   }
 }
 
+/* Generic event `name` (any case): a hardware one, else a software one. */
+static int find_event(const char *name, uint64_t *type, uint64_t *config) {
+  if (find_generic(hardware, COUNT(hardware), name, config)) {
+    *type = PERF_TYPE_HARDWARE;
+    return 1;
+  }
+  if (find_generic(software, COUNT(software), name, config)) {
+    *type = PERF_TYPE_SOFTWARE;
+    return 1;
+  }
+  return 0;
+}
+
 /* A config name on an event whose type has none (a breakpoint): the name
 ** is an event's, as perf.open reads it ("cpu-clock" sets type and config),
 ** and the kernel answers the change. */
@@ -120,8 +153,7 @@ static uint64_t event_of(lua_State *L, const char *s, uint64_t *type) {
   uint64_t v = 0;
   const char *cands[32];
   size_t c = 0;
-  if (find_generic(hardware, COUNT(hardware), s, &v)) { *type = PERF_TYPE_HARDWARE; return v; }
-  if (find_generic(software, COUNT(software), s, &v)) { *type = PERF_TYPE_SOFTWARE; return v; }
+  if (find_event(s, type, &v)) return v;
   if (strchr(s, ':') && pl_tracepoint_id(s, &v)) { *type = PERF_TYPE_TRACEPOINT; return v; }
   for (size_t i = 0; i < COUNT(hardware); i++) cands[c++] = hardware[i].names[0];
   for (size_t i = 0; i < COUNT(software); i++) cands[c++] = software[i].names[0];
@@ -218,6 +250,32 @@ static int l_event_name(lua_State *L) {
   return 1;
 }
 
+/* perf.core.generic_event(name) -> type, config | nil */
+static int l_generic_event(lua_State *L) {
+  uint64_t type, config;
+  if (!find_event(luaL_checkstring(L, 1), &type, &config)) return 0;
+  lua_pushinteger(L, (lua_Integer)type);
+  lua_pushinteger(L, (lua_Integer)config);
+  return 2;
+}
+
+/* perf.core.generic_config(type, name) -> config | nil, message */
+static int l_generic_config(lua_State *L) {
+  lua_Integer type = luaL_checkinteger(L, 1);
+  const char *name = luaL_checkstring(L, 2), *kind;
+  size_t n;
+  const generic *list = generic_list((uint64_t)type, &n, &kind);
+  uint64_t v;
+  luaL_argcheck(L, list != NULL, 1, "a hardware or software type");
+  if (find_generic(list, n, name, &v)) {
+    lua_pushinteger(L, (lua_Integer)v);
+    return 1;
+  }
+  lua_pushnil(L);
+  push_unknown_generic(L, kind, list, n, name);
+  return 2;
+}
+
 static void push_generic(lua_State *L, const generic *list, size_t n) {
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
@@ -250,6 +308,8 @@ void pl_open_event_names(lua_State *L) {
   lua_setfield(L, -2, "software_events");
   static const luaL_Reg functions[] = {
     { "event_name", l_event_name },
+    { "generic_event", l_generic_event },
+    { "generic_config", l_generic_config },
     { NULL, NULL }
   };
   luaL_setfuncs(L, functions, 0);

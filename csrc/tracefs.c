@@ -1,12 +1,16 @@
 /*
-** tracefs.c: what the kernel's tracing directory says about a tracepoint,
-** for the messages of the calls that failed on one: the name of a
-** tracepoint id, the fields of its format, and the names a filter compares
-** that the format lacks. It reads only what is mounted already; finding,
-** mounting and caching tracefs for use is perf.tracefs's (Lua), which
-** reaches this file's checks through perf.core.check_filter.
+** tracefs.c: the one home of what the kernel's tracing directory says:
+** where that directory is now (perf.core.tracing_dir, mounted), a
+** tracepoint's id (tracepoint_id) and every tracepoint's (tracepoint_ids),
+** which perf.tracefs and perf.tracepoint call; and, for the messages of
+** calls that failed on a tracepoint, the name of its id, the fields of its
+** format and the names a filter compares that the format lacks. It only
+** looks: mounting tracefs on first use, and remembering the directory
+** found, is perf.tracefs's (Lua).
 */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,76 +27,129 @@ static const char filter_syntax[] =
   "a filter is field op value, joined by && and || (op: == != < <= > >= & for "
   "numbers, == != ~ for strings, ~ taking a glob)";
 
-/* The tracing directory mounted now (with events/), into buf; 0 if none. */
-static int tracing_dir(char *buf, size_t size) {
-  static const char *const kinds[] = {"tracefs", "debugfs"};
-  int found = 0;
-  for (int k = 0; k < 2 && !found; k++) {
-    FILE *f = setmntent("/proc/self/mounts", "re");
-    struct mntent *m;
-    if (!f) return 0;
-    while (!found && (m = getmntent(f)) != NULL) {
-      char events[4096];
-      if (strcmp(m->mnt_type, kinds[k]) != 0) continue;
-      snprintf(buf, size, k == 0 ? "%s" : "%s/tracing", m->mnt_dir);
-      snprintf(events, sizeof events, "%s/events", buf);
-      found = access(events, R_OK | X_OK) == 0;
-    }
-    endmntent(f);
-  }
-  return found;
+/* The directories of the mounted file systems of `kind` ("tracefs",
+** "debugfs"), in the order of the mount table, each passed to `fn` until it
+** returns nonzero; returns what `fn` returned last (0: none did). */
+static int each_mount(const char *kind, int (*fn)(const char *dir, void *ud), void *ud) {
+  FILE *f = setmntent("/proc/self/mounts", "re");
+  struct mntent *m;
+  int r = 0;
+  if (!f) return 0;
+  while (!r && (m = getmntent(f)) != NULL)
+    if (strcmp(m->mnt_type, kind) == 0) r = fn(m->mnt_dir, ud);
+  endmntent(f);
+  return r;
 }
 
+/* Where tracing_dir looks: the directory found, and the first one that
+** was there but not readable. */
+typedef struct { char dir[2048]; char denied[2048]; const char *suffix; } look_state;
+
+/* Whether DIR(+suffix)/events can be opened; notes a refused one. */
+static int try_dir(const char *dir, void *ud) {
+  look_state *s = ud;
+  char events[4096];
+  int fd;
+  snprintf(events, sizeof events, "%s%s/events", dir, s->suffix);
+  fd = open(events, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    close(fd);
+    snprintf(s->dir, sizeof s->dir, "%s%s", dir, s->suffix);
+    return 1;
+  }
+  if (errno == EACCES && !s->denied[0])
+    snprintf(s->denied, sizeof s->denied, "%s%s", dir, s->suffix);
+  return 0;
+}
+
+/* The tracing directory there now (one with events/): where perf mounts
+** tracefs, debugfs's tracing/, then any mounted tracefs or debugfs; 0 if
+** none, with s->denied naming the first one that could not be read. This
+** only looks: mounting one on first use is perf.tracefs's. */
+static int tracing_dir(look_state *s) {
+  s->dir[0] = s->denied[0] = '\0';
+  s->suffix = "";
+  if (try_dir("/sys/kernel/tracing", s) || try_dir("/sys/kernel/debug/tracing", s) ||
+      each_mount("tracefs", try_dir, s))
+    return 1;
+  s->suffix = "/tracing";
+  return each_mount("debugfs", try_dir, s);
+}
+
+/* Reads the id file at `path`: 0, or ENOENT/EACCES (not opened), EIO (no number). */
 static int read_id(const char *path, long long *id) {
   FILE *f = fopen(path, "re");
   int ok;
-  if (!f) return 0;
+  if (!f) return errno == EACCES ? EACCES : ENOENT;
   ok = fscanf(f, "%lld", id) == 1;
   fclose(f);
-  return ok;
+  return ok ? 0 : EIO;
+}
+
+/* Reads the id of tracepoint sys:event under tracing directory `dir`. */
+static int tracepoint_id(const char *dir, const char *sys, size_t syslen,
+                         const char *event, long long *id) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/events/%.*s/%s/id", dir, (int)syslen, sys, event);
+  return read_id(path, id);
 }
 
 int pl_tracepoint_id(const char *name, uint64_t *id) {
-  char dir[2048], path[4096];
+  look_state s;
   const char *colon = strchr(name, ':');
   long long v;
-  if (!colon || strchr(name, '/') || !tracing_dir(dir, sizeof dir)) return 0;
-  snprintf(path, sizeof path, "%s/events/%.*s/%s/id", dir, (int)(colon - name), name,
-           colon + 1);
-  if (!read_id(path, &v) || v < 0) return 0;
+  if (!colon || strchr(name, '/') || !tracing_dir(&s)) return 0;
+  if (tracepoint_id(s.dir, name, (size_t)(colon - name), colon + 1, &v) != 0 || v < 0)
+    return 0;
   *id = (uint64_t)v;
+  return 1;
+}
+
+/* Calls fn(system, event, id, ud) for each tracepoint under `dir` (those
+** with an id) until it returns nonzero; returns what it returned last. */
+static int each_tracepoint(const char *dir, int (*fn)(const char *, const char *,
+                           long long, void *), void *ud) {
+  char path[4096];
+  DIR *top, *sys;
+  struct dirent *s, *e;
+  int r = 0;
+  snprintf(path, sizeof path, "%s/events", dir);
+  if (!(top = opendir(path))) return 0;
+  while (!r && (s = readdir(top)) != NULL) {
+    if (s->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "%s/events/%s", dir, s->d_name);
+    if (!(sys = opendir(path))) continue;
+    while (!r && (e = readdir(sys)) != NULL) {
+      long long v;
+      if (e->d_name[0] != '.' && tracepoint_id(dir, s->d_name, strlen(s->d_name),
+                                               e->d_name, &v) == 0)
+        r = fn(s->d_name, e->d_name, v, ud);
+    }
+    closedir(sys);
+  }
+  closedir(top);
+  return r;
+}
+
+typedef struct { lua_State *L; long long id; const char *dir; } find_state;
+
+/* Pushes "system:event" and its format's path when the id is the one sought. */
+static int push_if_id(const char *sys, const char *event, long long id, void *ud) {
+  find_state *f = ud;
+  if (id != f->id) return 0;
+  lua_pushfstring(f->L, "%s:%s", sys, event);
+  lua_pushfstring(f->L, "%s/events/%s/%s/format", f->dir, sys, event);
   return 1;
 }
 
 /* Pushes "system:event" of tracepoint `id` and its format's path; returns 0
 ** (pushing nothing) when tracefs is not mounted or no tracepoint has it. */
 static int push_tracepoint(lua_State *L, long long id) {
-  char dir[2048], path[4096];
-  DIR *top, *sys;
-  struct dirent *s, *e;
-  int found = 0;
-  if (!tracing_dir(dir, sizeof dir)) return 0;
-  snprintf(path, sizeof path, "%s/events", dir);
-  if (!(top = opendir(path))) return 0;
-  while (!found && (s = readdir(top)) != NULL) {
-    if (s->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "%s/events/%s", dir, s->d_name);
-    if (!(sys = opendir(path))) continue;
-    while (!found && (e = readdir(sys)) != NULL) {
-      long long v;
-      if (e->d_name[0] == '.') continue;
-      snprintf(path, sizeof path, "%s/events/%s/%s/id", dir, s->d_name, e->d_name);
-      if (read_id(path, &v) && v == id) {
-        lua_pushfstring(L, "%s:%s", s->d_name, e->d_name);
-        snprintf(path, sizeof path, "%s/events/%s/%s/format", dir, s->d_name, e->d_name);
-        lua_pushstring(L, path);
-        found = 1;
-      }
-    }
-    closedir(sys);
-  }
-  closedir(top);
-  return found;
+  look_state s;
+  find_state f = { L, id, NULL };
+  if (!tracing_dir(&s)) return 0;
+  f.dir = s.dir;
+  return each_tracepoint(s.dir, push_if_id, &f);
 }
 
 /* Pushes the list of field names of the format file at `path` (after
@@ -231,8 +288,73 @@ static int l_check_filter(lua_State *L) {
   return 2;
 }
 
+/* perf.core.tracing_dir() -> dir | nil, denied */
+static int l_tracing_dir(lua_State *L) {
+  look_state s;
+  if (tracing_dir(&s)) {
+    lua_pushstring(L, s.dir);
+    return 1;
+  }
+  lua_pushnil(L);
+  if (s.denied[0]) lua_pushstring(L, s.denied);
+  else lua_pushnil(L);
+  return 2;
+}
+
+static int push_dir(const char *dir, void *ud) {
+  lua_State *L = ud;
+  lua_pushstring(L, dir);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  return 0;
+}
+
+/* perf.core.mounted(kind) -> { dir, ... } */
+static int l_mounted(lua_State *L) {
+  const char *kind = luaL_checkstring(L, 1);
+  lua_newtable(L);
+  each_mount(kind, push_dir, L);
+  return 1;
+}
+
+/* perf.core.tracepoint_id(dir, system, event) -> id | nil, errno */
+static int l_tracepoint_id(lua_State *L) {
+  const char *dir = luaL_checkstring(L, 1);
+  size_t syslen;
+  const char *sys = luaL_checklstring(L, 2, &syslen);
+  const char *event = luaL_checkstring(L, 3);
+  long long id;
+  int err = tracepoint_id(dir, sys, syslen, event, &id);
+  if (err == 0) {
+    lua_pushinteger(L, (lua_Integer)id);
+    return 1;
+  }
+  lua_pushnil(L);
+  lua_pushinteger(L, err);
+  return 2;
+}
+
+static int set_id(const char *sys, const char *event, long long id, void *ud) {
+  lua_State *L = ud;
+  lua_pushfstring(L, "%s:%s", sys, event);
+  lua_pushinteger(L, (lua_Integer)id);
+  lua_rawset(L, -3);
+  return 0;
+}
+
+/* perf.core.tracepoint_ids(dir) -> { ["system:event"] = id, ... } */
+static int l_tracepoint_ids(lua_State *L) {
+  const char *dir = luaL_checkstring(L, 1);
+  lua_newtable(L);
+  each_tracepoint(dir, set_id, L);
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {
   {"check_filter", l_check_filter},
+  {"tracing_dir", l_tracing_dir},
+  {"mounted", l_mounted},
+  {"tracepoint_id", l_tracepoint_id},
+  {"tracepoint_ids", l_tracepoint_ids},
   {NULL, NULL}
 };
 

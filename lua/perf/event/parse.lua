@@ -91,9 +91,8 @@ end
 -- Resolves a plain event name (no terms) to an attr, or returns nil, and a
 -- message and position offset when the name is a cache name gone wrong.
 local function symbolic(name)
-  local low = name:lower()
-  if events.hardware[low] then return new_attr(0, events.hardware[low]) end
-  if events.software[low] then return new_attr(1, events.software[low]) end
+  local t, generic = core.generic_event(name)     -- hardware, then software (any case)
+  if t then return new_attr(t, generic) end
   local cfg, err, off = events.cache.decode(name)
   if cfg then return new_attr(3, cfg) end
   local raw = raw_config(name)
@@ -438,15 +437,8 @@ local function resolve_config(a, name, p)
   if p then
     return as_event(p.name .. "/" .. name .. "/")
   elseif t == T.hardware or t == T.software then
-    local tbl = t == T.hardware and events.hardware or events.software
-    local v = tbl[name:lower()]
-    if not v then
-      local cands = {}
-      for k in pairs(tbl) do cands[#cands + 1] = k end
-      table.sort(cands)
-      misuse(("no %s event '%s'%s"):format(t == T.hardware and "hardware" or "software", name,
-        nearest.hint(name, cands)))
-    end
+    local v, why = core.generic_config(t, name)    -- as ev:modify_attributes resolves it
+    if not v then misuse(why) end
     return { config = v }
   elseif t == T.tracepoint then
     local r = as_event(name)

@@ -11,7 +11,8 @@
 -- or CAP_SYS_ADMIN. A tracefs already mounted anywhere is used as it is.
 --
 -- A found directory is remembered; a failure is not, so mounting tracefs
--- by hand after a failure works on the next call.
+-- by hand after a failure works on the next call. Where one is now is
+-- perf.core's to find (perf.core.tracing_dir); mounting one is this module's.
 
 local core = require "perf.core"
 local fs = require "perf.util.fs"
@@ -26,17 +27,8 @@ local EPERM, ENOENT, EACCES = E.EPERM, E.ENOENT, E.EACCES
 local found -- the directory, once found
 
 -- Mounted file systems of `kind` ("tracefs", "debugfs"): their directories,
--- in the order of the mount table.
-local function mounted(kind)
-  local out = {}
-  for line in (fs.read("/proc/self/mounts") or ""):gmatch("[^\n]+") do
-    local dir, k = line:match("^%S+%s+(%S+)%s+(%S+)")
-    -- the mount table escapes blanks in paths as octal (\040)
-    if k == kind then out[#out + 1] = dir:gsub("\\(%d%d%d)", function(o)
-      return string.char(tonumber(o, 8)) end) end
-  end
-  return out
-end
+-- in the order of the mount table (perf.core reads it).
+local mounted = core.mounted
 M.mounted = mounted
 
 -- Whether the running kernel knows file system `kind`.
@@ -46,25 +38,10 @@ local function kernel_has(kind)
 end
 
 -- A tracing directory that is there now (it has events/), or nil and the
--- errno of the one that could not be read.
-local function look()
-  local denied
-  local function try(dir)
-    local f, _, code = io.open(dir .. "/events")
-    if f then f:close() return dir end
-    if code == EACCES then denied = denied or dir end
-  end
-  for _, dir in ipairs { TRACEFS, DEBUGFS .. "/tracing" } do
-    if try(dir) then return dir end
-  end
-  for _, dir in ipairs(mounted("tracefs")) do
-    if try(dir) then return dir end
-  end
-  for _, dir in ipairs(mounted("debugfs")) do
-    if try(dir .. "/tracing") then return dir .. "/tracing" end
-  end
-  return nil, denied
-end
+-- directory that could not be read: perf.core looks (where perf mounts
+-- tracefs, debugfs's tracing/, then the mount table), for the core's own
+-- messages too.
+local look = core.tracing_dir
 
 local function mount(fstype, dir)
   if not core.mount then     -- a core built without it (the event-syntax fuzz target's)

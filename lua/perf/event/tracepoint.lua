@@ -8,7 +8,9 @@
 --     tp:decode(rec.raw)  --> { common_type = 372, prev_comm = "lua5.4", ... }
 --
 -- The tracefs directory comes from perf.tracefs, which mounts one on first
--- use; tests can point it at a fake tree with set_root.
+-- use; tests can point it at a fake tree with set_root. The ids are read
+-- by perf.core (tracepoint_id, tracepoint_ids), as the core's own messages
+-- read them.
 -- @module perf.tracepoint
 
 local core = require "perf.core"
@@ -65,17 +67,16 @@ function M.id(sys, event)
   if id then return id end
   local dir, why, errno = M.path()
   if not dir then return nil, why, errno end
-  local f, _, code = io.open(("%s/events/%s/%s/id"):format(dir, sys, event), "r")
-  if not f then
-    if code == E.EACCES then
-      return nil, ("cannot read %s/events (permission denied): tracepoints need root or " ..
-        "access to tracefs"):format(dir), E.EACCES
-    end
+  local code
+  id, code = core.tracepoint_id(dir, sys, event)
+  if code == E.EACCES then
+    return nil, ("cannot read %s/events (permission denied): tracepoints need root or " ..
+      "access to tracefs"):format(dir), E.EACCES
+  elseif code == E.EIO then
+    return nil, "unreadable id for " .. key, 5
+  elseif not id then
     return nil, "no tracepoint " .. key, E.ENOENT
   end
-  id = math.tointeger(tonumber(f:read("a")))
-  f:close()
-  if not id then return nil, "unreadable id for " .. key, 5 end
   ids_by_name[key] = id
   return id
 end
@@ -143,10 +144,8 @@ function M.name_of(id)
     local dir = M.path()
     if not dir then return nil end     -- looked for again on the next call
     names_by_id = {}
-    for _, name in ipairs(M.all()) do
-      local s, e = name:match("^(.-):(.*)$")
-      local n = math.tointeger(tonumber(fs.read(("%s/events/%s/%s/id"):format(dir, s, e)) or ""))
-      if n then names_by_id[n] = name; ids_by_name[name] = n end
+    for name, n in pairs(core.tracepoint_ids(dir)) do
+      names_by_id[n] = name; ids_by_name[name] = n
     end
   end
   return names_by_id[id]

@@ -26,6 +26,7 @@
 local core = require "perf.core"
 local options = require "perf.util.options"
 local base = require "perf.event.base"
+local naming = require "perf.event.naming"
 local fs = require "perf.util.fs"
 local nearest = require "perf.util.nearest"
 
@@ -116,8 +117,7 @@ function M.attr(where, opts)
     sample_period = 1, exclude_kernel = true, exclude_hv = true }
   local target = options.split(opts, attr, OWN_KEYS)
   if attr.name == nil then
-    attr.name = is_symbol and ("%s:%s"):format(what, mode)
-      or ("mem:0x%x/%d:%s"):format(addr, len, mode)
+    attr.name = is_symbol and ("%s:%s"):format(what, mode) or naming.name_of(attr)
   end
   return attr, target
 end

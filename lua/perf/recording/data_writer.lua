@@ -257,9 +257,8 @@ end
 -- cmdlines, each behind its size; perf reads it back to name and decode
 -- the tracepoint samples)
 local function tracefs_root()
-  for _, d in ipairs { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" } do
-    if fs.read(d .. "/events/header_page") then return d end
-  end
+  local d = core.tracing_dir()       -- where tracefs is now (perf.core looks)
+  if d and fs.read(d .. "/events/header_page") then return d end
 end
 
 function M.tracing_data(attrs)
