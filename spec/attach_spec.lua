@@ -26,6 +26,12 @@ local function read(path)
   return text
 end
 
+-- Whether pid has exited (gone, or a zombie).
+local function gone(pid)
+  local st = read(("/proc/%d/stat"):format(pid))
+  return not st or st:match("^%d+ %b() Z")
+end
+
 -- Starts the fixture under lua5.4: { pid, out (its stdout), fifo }. The
 -- shell waits for it and prints its exit status after it.
 local function start_target(n, after, how, prefix, program)
@@ -44,9 +50,16 @@ local function start_target(n, after, how, prefix, program)
     end
   end
   -- it is blocked opening the FIFO once /proc shows it waiting for a writer
+  -- (a fixture that never gets there would leave go() waiting for ever)
+  local waiting = false
   for _ = 1, 1000 do
-    if (read(("/proc/%d/wchan"):format(pid)) or ""):match("wait_for_partner") then break end
+    waiting = (read(("/proc/%d/wchan"):format(pid)) or ""):match("wait_for_partner")
+    if waiting or gone(pid) then break end
     os.execute("sleep 0.01")
+  end
+  if not waiting then
+    os.execute("kill -9 " .. pid .. " 2>/dev/null")
+    error("the fixture did not start: " .. out:read("a"), 2)
   end
   local t = { pid = pid, out = out, fifo = fifo, ns = prefix and prefix:match("unshare") }
   defer(function() finish(t) end)
@@ -106,10 +119,6 @@ local function traced(pid) return state_of(pid).TracerPid ~= "0" end
 local function sampled(pid)
   local tracer = state_of(pid).TracerPid
   return tracer ~= "0" and H.sh(("ls -l /proc/%s/fd 2>/dev/null"):format(tracer)):match("perf_event") ~= nil
-end
-local function gone(pid)
-  local st = read(("/proc/%d/stat"):format(pid))
-  return not st or st:match("^%d+ %b() Z")
 end
 
 -- perf-lua profile ARGS in the background: its pid and output file.
@@ -380,7 +389,12 @@ describe("perf.profile of a running process", function()
     if not out then pending(why) return end
     assert.matches("reading /proc/" .. t.pid .. "/maps of process " .. t.pid .. " %(lua5%.4%) refused %(EACCES%): "
       .. "it is another user's %(uid 0; this is uid 65534%): run as that user, as root, or with CAP_SYS_PTRACE", out)
-    local mine = start_target(0, "spin", nil, NOBODY)
+    -- nobody's own target runs a copy of the fixture it can read
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(("mkdir -m 755 %s && cp %s %s/ && chmod 644 %s/attach_target.lua"):format(dir, FIXTURE, dir, dir)))
+    defer(function() os.execute("rm -rf " .. dir) end)
+    local mine = start_target(0, "spin", nil, NOBODY, "lua5.4 " .. dir .. "/attach_target.lua")
     go(mine)
     out = H.run_as_nobody(("local perf = require 'perf' "
       .. "print(select(2, perf.profile({ pid = %d }, { duration = 0.1, event = %q }))) "
