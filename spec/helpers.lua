@@ -229,9 +229,9 @@ function H.wait_status(work)
   for _ = 1, 50 do
     local f = io.open(work .. "/status")
     if f then
-      local status = f:read("l")
+      local status = f:read("l")       -- nil while the shell has only opened it
       f:close()
-      return status
+      if status then return status end
     end
     os.execute("sleep 0.2")
   end
