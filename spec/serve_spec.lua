@@ -192,7 +192,7 @@ describe("perf-lua serve, in-process", function()
     H.assert_has("perf-lua serve: needs LuaSocket for Lua 5.4, which is not installed: "
       .. "install Debian's lua-socket (apt-get install lua-socket)", srv.log())
     local out = H.run_lua([[
-      package.path = "lua/?.lua;lua/?/init.lua" package.cpath = "./?.so"
+      package.path = "lua/?.lua;lua/?/init.lua" package.cpath = os.getenv("PERF_LUA_CPATH") or "./?.so"
       local perf = require "perf"
       local e = assert(perf.exporter { events = "page-faults" })
       print(e:metrics():match("perf_page_faults_total") , perf.server { listen = "127.0.0.1:0" })]])
