@@ -47,14 +47,29 @@ local function mapped_files(pid)
   if not f then return nil, msg, errno end
   local maps = f:read("a")
   f:close()
-  local files, seen = {}, {}         -- the executable is mapped lowest
-  for perms, file in maps:gmatch("%x+%-%x+%s+(%S+)%s+%x+%s+%S+%s+%d+%s+(/[^\n]*)") do
+  local files, seen, ranges = {}, {}, {}   -- the executable is mapped lowest
+  for range, perms, file in maps:gmatch("(%x+%-%x+)%s+(%S+)%s+%x+%s+%S+%s+%d+%s+(/[^\n]*)") do
+    ranges[file] = ranges[file] or range
     if perms:find("x", 1, true) and not seen[file] then
       seen[file] = true
       files[#files + 1] = file
     end
   end
-  return files
+  return files, ranges
+end
+
+-- Where this process reads a file the target mapped: through its root
+-- (another mount namespace, a chroot), else through /proc/PID/map_files
+-- (root only), where the maps name it by a path its root does not hold
+-- (a mount namespace made inside a chroot names files from the real root).
+local function readable(pid, path, ranges)
+  local real = ("/proc/%d/root%s"):format(pid, path)
+  local f = io.open(real, "rb")
+  if f then f:close() return real end
+  local mapped = ranges[path] and ("/proc/%d/map_files/%s"):format(pid, ranges[path])
+  f = mapped and io.open(mapped, "rb")
+  if f then f:close() return mapped end
+  return real
 end
 
 -- "5.4.4" (and the whole ident) from a lua_ident string
@@ -65,9 +80,8 @@ end
 
 -- What a file holds: Lua's release by its lua_ident symbol, LuaJIT by its
 -- version symbol, or by the $LuaVersion string where symbols are stripped.
-local function lua_in(path, root)
+local function lua_in(path, real)
   local name = path:match("[^/]+$") or path
-  local real = root .. path
   local e = elf.open(real)
   if e then
     local sym = e:symbol("lua_ident")
@@ -96,14 +110,13 @@ end
 
 -- The Lua a process runs: { release, file, how } or nil, what was found.
 local function find_lua(pid)
-  local files, msg, errno = mapped_files(pid)
-  if not files then return nil, errno == E.ENOENT and "gone" or msg, errno end
-  local root = ("/proc/%d/root"):format(pid)
+  local files, ranges, errno = mapped_files(pid)
+  if not files then return nil, errno == E.ENOENT and "gone" or ranges, errno end
   local others = {}
   for i, path in ipairs(files) do
     -- the executable, then libraries that may hold Lua, then the rest
     if i == 1 or path:match("lua") then
-      local found = lua_in(path, root)
+      local found = lua_in(path, readable(pid, path, ranges))
       if found and found.release and found.release:match("^5%.4%.") then return found end
       if found then others[#others + 1] = found end
     end
@@ -111,7 +124,7 @@ local function find_lua(pid)
   for i, path in ipairs(files) do
     if i > 1 and not path:match("lua") and not path:match("^/usr/lib/.*/lib[cm]%.so")
         and not path:match("ld%-linux") then
-      local found = lua_in(path, root)
+      local found = lua_in(path, readable(pid, path, ranges))
       if found and found.release and found.release:match("^5%.4%.") then return found end
       if found then others[#others + 1] = found end
     end
