@@ -16,7 +16,6 @@
 ** Slots are claimed and released with atomics: the handler can interrupt
 ** the hook or stop at any point on the same OS thread, never the reverse.
 */
-#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
